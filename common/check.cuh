@@ -1,0 +1,34 @@
+// Error handling shared by every lesson: CUDA calls are checked with CUDA_CHECK, which names the
+// call, file and line; user mistakes and a missing GPU are exceptions of their own so that an
+// executable can end with one clear line and the exit code a script expects.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace kl {
+
+// Bad input from the command line (or an API argument): exit code 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// No usable CUDA device: exit code 77, which ctest and our scripts read as "skipped".
+struct NoDevice : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+inline void cuda_check(cudaError_t err, const char* call, const char* file, int line) {
+  if (err != cudaSuccess) {
+    throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + call +
+                             " failed: " + cudaGetErrorName(err) + " (" +
+                             cudaGetErrorString(err) + ")");
+  }
+}
+
+}  // namespace kl
+
+#define CUDA_CHECK(call) ::kl::cuda_check((call), #call, __FILE__, __LINE__)
+// After a <<<launch>>>: catches a bad configuration at once (the kernel itself reports at the next sync).
+#define CUDA_CHECK_LAUNCH() ::kl::cuda_check(cudaGetLastError(), "kernel launch", __FILE__, __LINE__)

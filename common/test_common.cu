@@ -1,0 +1,202 @@
+// CPU checks of common/: statistics, the command-line parser, the CSV writer and table, references
+// and random inputs. The GPU suite checks the pieces that need a device: buffers and the timer.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "common/cli.hpp"
+#include "common/random.hpp"
+#include "common/reference.hpp"
+#include "common/report.hpp"
+#include "common/timing.cuh"
+
+namespace {
+__global__ void spin_kernel(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+kl::Cli parse(std::vector<const char*> args) {
+  args.insert(args.begin(), "prog");
+  return kl::Cli(static_cast<int>(args.size()), args.data());
+}
+}  // namespace
+
+TEST_CASE("summarize: median of odd and even counts, min, max") {
+  auto s = kl::summarize({5, 1, 3});
+  CHECK(s.median == 3);
+  CHECK(s.min == 1);
+  CHECK(s.max == 5);
+  CHECK(kl::summarize({4, 1, 3, 2}).median == 2.5);
+  CHECK(kl::summarize({7}).median == 7);
+  CHECK_THROWS(kl::summarize({}));
+}
+
+TEST_CASE("cli: sizes as digits or powers of two; flags; choices; defaults") {
+  auto cli = parse({"--n", "2^26", "--reps=7", "--sweep", "--dtype", "f16"});
+  CHECK(cli.size("n", 1) == (std::int64_t{1} << 26));
+  CHECK(cli.size("reps", 1) == 7);
+  CHECK(cli.size("rows", 42) == 42);
+  CHECK(cli.flag("sweep"));
+  CHECK_FALSE(cli.flag("list"));
+  CHECK(cli.choice("dtype", "f32", {"f32", "f16"}) == "f16");
+  CHECK_NOTHROW(cli.finish());
+}
+
+TEST_CASE("cli: every bad input is a UsageError") {
+  for (const char* bad : {"abc", "-5", "0", "", "1.5", "2^99", "3^4", "99999999999999999999", "12abc"}) {
+    CAPTURE(bad);
+    auto cli = parse({"--n", bad});
+    CHECK_THROWS_AS(cli.size("n", 1), kl::UsageError);
+  }
+  CHECK_THROWS_AS(parse({"--n", "1", "--n", "2"}), kl::UsageError);      // given twice
+  CHECK_THROWS_AS(parse({"stray"}), kl::UsageError);                     // not an option
+  CHECK_THROWS_AS(parse({"--n"}).size("n", 1), kl::UsageError);         // missing value
+  CHECK_THROWS_AS(parse({"--sweep", "3"}).flag("sweep"), kl::UsageError);  // flag with a value
+  CHECK_THROWS_AS(parse({"--dtype", "f64"}).choice("dtype", "f32", {"f32"}), kl::UsageError);
+  CHECK_THROWS_AS(parse({"--bogus"}).finish(), kl::UsageError);
+}
+
+TEST_CASE("guarded_main maps errors to exit codes 2, 77 and 1") {
+  CHECK(kl::guarded_main("t", [] { return 0; }) == 0);
+  CHECK(kl::guarded_main("t", []() -> int { throw kl::UsageError("bad"); }) == 2);
+  CHECK(kl::guarded_main("t", []() -> int { throw kl::NoDevice("none"); }) == 77);
+  CHECK(kl::guarded_main("t", []() -> int { throw std::runtime_error("cuda"); }) == 1);
+}
+
+TEST_CASE("csv: one schema, empty numbers for a FAILED row, commas kept out, header once") {
+  kl::Limits lim{1000.0, 0};
+  kl::Row ok{"1", "one_thread", "f32", "n=1024"};
+  ok.bytes = 1e9;
+  ok.ms = {2.0, 1.0, 3.0, 3};
+  ok.err = 1e-7;
+  kl::Row bad{"2", "broken, kernel", "f32", "n=1024"};
+  bad.ok = false;
+  bad.bytes = 1e9;
+  bad.err = 0.5;
+  CHECK(kl::csv_line("01", ok, lim, "GPU X") == "01,1,one_thread,f32,n=1024,2,1,3,500,,50,1e-07,GPU X");
+  CHECK(kl::csv_line("01", bad, lim, "GPU X") == "01,2,broken; kernel,f32,n=1024,,,,,,,0.5,GPU X");
+
+  const std::string path = "test_common_out.csv";
+  std::remove(path.c_str());
+  kl::append_csv(path, "01", {ok}, lim, "GPU X");
+  kl::append_csv(path, "01", {bad}, lim, "GPU X");
+  std::ifstream in(path);
+  std::string line;
+  std::vector<std::string> lines;
+  while (std::getline(in, line)) lines.push_back(line);
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0] == kl::kCsvHeader);
+  for (const auto& l : lines) CHECK(std::count(l.begin(), l.end(), ',') == 12);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("table: ratios against step 1 and the library; FAILED rows carry no time") {
+  kl::Limits lim{1000.0, 0};
+  kl::Row s1{"1", "slow", "f32", "n"}, s2{"2", "wrong", "f32", "n"}, lib{"lib", "cub", "f32", "n", true};
+  for (auto* r : {&s1, &s2, &lib}) r->bytes = 1e6;
+  s1.ms = {10, 10, 10, 1};
+  lib.ms = {0.002, 0.002, 0.002, 1};
+  s2.ok = false;
+  std::ostringstream os;
+  kl::print_table(os, {s1, s2, lib}, lim);
+  const std::string t = os.str();
+  CHECK(t.find("FAILED") != std::string::npos);
+  CHECK(t.find("5000.00") != std::string::npos);  // lib is 5000x step 1
+  CHECK(t.find("50.0%") != std::string::npos);    // 500 GB/s of 1000
+}
+
+TEST_CASE("references: float64 sum, NaN-propagating max, mean, L2 norm") {
+  const std::vector<float> v = {1.f, -2.f, 3.5f, 0.5f};
+  CHECK(kl::ref_sum(v.data(), 4).sum == 3.0);
+  CHECK(kl::ref_sum(v.data(), 4).abs_sum == 7.0);
+  CHECK(kl::ref_max(v.data(), 4) == 3.5);
+  CHECK(kl::ref_mean(v.data(), 4) == 0.75);
+  CHECK(kl::ref_l2_norm(v.data(), 4) == doctest::Approx(std::sqrt(1 + 4 + 12.25 + 0.25)));
+  const std::vector<float> w = {1.f, NAN, 5.f};
+  CHECK(std::isnan(kl::ref_max(w.data(), 3)));
+  CHECK(std::isnan(kl::ref_sum(w.data(), 3).sum));
+  CHECK(kl::ref_max(v.data(), 0) == -INFINITY);
+}
+
+TEST_CASE("references: tolerance and error scale") {
+  CHECK(kl::sum_tolerance(1, 5.0) < 1e-30);  // one term: exact
+  CHECK(kl::sum_tolerance(100, 1.0) < kl::sum_tolerance(10000, 1.0));
+  CHECK(kl::scaled_error(1.5, 1.0, 10.0) == doctest::Approx(0.05));
+  CHECK(kl::scaled_error(NAN, NAN, 1.0) == 0);
+  CHECK(std::isinf(kl::scaled_error(1.0, NAN, 1.0)));
+  CHECK(std::isinf(kl::scaled_error(INFINITY, 1.0, 1.0)));
+  CHECK(kl::scaled_error(INFINITY, INFINITY, 1.0) == 0);
+  kl::SumRef r{10.0, 100.0};
+  CHECK(kl::sum_close(10.0f, r, 1000));
+  CHECK_FALSE(kl::sum_close(11.0f, r, 1000));
+  CHECK_FALSE(kl::sum_close(NAN, r, 1000));
+}
+
+TEST_CASE("random inputs: deterministic per seed, in range, special values placed") {
+  CHECK(kl::uniform_floats(100, -1, 1, 5) == kl::uniform_floats(100, -1, 1, 5));
+  CHECK(kl::uniform_floats(100, -1, 1, 5) != kl::uniform_floats(100, -1, 1, 6));
+  for (float x : kl::uniform_floats(10000, -1, 1, 7)) CHECK((x >= -1.f && x < 1.f));
+  std::set<float> seen;
+  for (float x : kl::integer_floats(10000, -2, 2, 8)) seen.insert(x);
+  CHECK(seen == std::set<float>{-2, -1, 0, 1, 2});
+  auto v = kl::uniform_floats(1000, 0, 1, 9);
+  kl::sprinkle(v, NAN, 5, 10);
+  CHECK(std::count_if(v.begin(), v.end(), [](float x) { return std::isnan(x); }) >= 1);
+  const auto g = kl::normal_floats(100000, 2.0, 3.0, 11);
+  double mean = 0;
+  for (float x : g) mean += x;
+  CHECK(mean / g.size() == doctest::Approx(2.0).epsilon(0.02));
+}
+
+TEST_SUITE("gpu") {
+  TEST_CASE("device buffer: upload, download, poison") {
+    kl::DeviceBuffer<float> b(std::vector<float>{1, 2, 3});
+    CHECK(b.download() == std::vector<float>{1, 2, 3});
+    b.poison();
+    for (float x : b.download()) CHECK(std::isnan(x));
+    b.poison(0x7F);
+    for (float x : b.download()) CHECK((std::isfinite(x) && x > 1e38f));
+  }
+
+  TEST_CASE("device info and the measured copy bandwidth are plausible") {
+    const kl::DeviceInfo d = kl::device_info();
+    CHECK(d.sms > 0);
+    CHECK(d.l2_bytes > 0);
+    CHECK(d.peak_fp32_tflops() > 1.0);
+    const double gbps = kl::measure_copy_gbps(3);
+    CHECK(gbps > 50.0);
+    CHECK(gbps < 20000.0);
+  }
+
+  TEST_CASE("timer: a 2 ms busy-wait measures about 2 ms; short work is graph-replayed") {
+    const kl::DeviceInfo d = kl::device_info();
+    kl::Timer timer(d);
+    const long long cycles = 2LL * d.sm_clock_khz;  // 2 ms at the peak clock
+    auto spin = [&](cudaStream_t s) {
+      spin_kernel<<<1, 1, 0, s>>>(cycles);
+      CUDA_CHECK_LAUNCH();
+    };
+    spin(timer.stream());
+    const kl::Timing slow = timer.time(spin, kl::TimingOptions{5});
+    CHECK_FALSE(slow.graph);
+    CHECK(slow.ms.count == 5);
+    CHECK(slow.ms.median > 1.5);  // the clock can run below its peak, never above
+    CHECK(slow.ms.median < 6.0);
+
+    kl::DeviceBuffer<float> buf(1 << 20);
+    auto memset_4m = [&](cudaStream_t s) { CUDA_CHECK(cudaMemsetAsync(buf.data(), 0, 4 << 20, s)); };
+    memset_4m(timer.stream());
+    const kl::Timing fast = timer.time(memset_4m, kl::TimingOptions{25});
+    CHECK(fast.graph);
+    CHECK(fast.ms.count == 25);
+    CHECK(fast.ms.min > 0);
+    CHECK(fast.ms.min <= fast.ms.median);
+    CHECK(fast.ms.median <= fast.ms.max);
+  }
+}

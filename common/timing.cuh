@@ -1,0 +1,109 @@
+// How every step is timed: after its untimed check run, R repetitions, each with the L2 cache flushed
+// before it and CUDA events around it; we report the median, min and max. Steps shorter than
+// the launch gap are captured once into a CUDA graph and replayed, so that the time is the
+// GPU's work and not the CPU's launch cost.
+#pragma once
+#include <algorithm>
+#include <vector>
+
+#include "common/buffer.cuh"
+#include "common/device.cuh"
+#include "common/stats.hpp"
+
+namespace kl {
+
+// Reads (never writes) a buffer twice the L2 size, so the next step starts with a cold cache
+// that holds only clean lines: no write-backs land inside the timed region.
+static __global__ void flush_l2_kernel(const float4* buf, std::size_t n, float* sink) {
+  float acc = 0.f;
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n; i += std::size_t{gridDim.x} * blockDim.x) {
+    const float4 v = buf[i];
+    acc += v.x + v.y + v.z + v.w;
+  }
+  if (acc == 1.f) *sink = acc;  // never true (the buffer is zero); keeps the loads alive
+}
+
+struct TimingOptions {
+  int reps = 30;                   // repetitions for a step
+  double slow_ms = 200.0;          // a step slower than this gets only 3 repetitions
+  double graph_below_ms = 0.1;     // a step faster than this is timed by graph replay
+};
+
+struct Timing {
+  Summary ms;
+  bool graph = false;
+};
+
+class Timer {
+ public:
+  explicit Timer(const DeviceInfo& dev) : flush_((2 * dev.l2_bytes + 15) / 16), sink_(1) {
+    CUDA_CHECK(cudaMemset(flush_.data(), 0, flush_.size() * sizeof(float4)));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreate(&start_));
+    CUDA_CHECK(cudaEventCreate(&stop_));
+  }
+  ~Timer() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+    cudaStreamDestroy(stream_);
+  }
+  Timer(const Timer&) = delete;
+  Timer& operator=(const Timer&) = delete;
+
+  cudaStream_t stream() const { return stream_; }
+
+  // `launch(stream)` enqueues the step's whole work (memsets and kernels) on the given stream.
+  // Call it after one untimed run of the step (its correctness check), which loaded the module
+  // and let libraries allocate their workspace.
+  template <class Launch>
+  Timing time(Launch&& launch, const TimingOptions& opt) {
+    const double first = once([&] { launch(stream_); });
+    Timing t;
+    t.graph = first < opt.graph_below_ms;
+    std::vector<double> ms;
+    cudaGraphExec_t exec = nullptr;
+    if (t.graph) {
+      cudaGraph_t graph;
+      CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+      launch(stream_);
+      CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+      CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+      CUDA_CHECK(cudaGraphDestroy(graph));
+      CUDA_CHECK(cudaGraphLaunch(exec, stream_));  // the graph's first upload stays untimed
+    } else {
+      ms.push_back(first);
+    }
+    const int reps = std::max(1, first > opt.slow_ms ? std::min(opt.reps, 3) : opt.reps);
+    while (static_cast<int>(ms.size()) < reps) {
+      ms.push_back(once([&] {
+        if (t.graph) CUDA_CHECK(cudaGraphLaunch(exec, stream_));
+        else launch(stream_);
+      }));
+    }
+    if (exec) CUDA_CHECK(cudaGraphExecDestroy(exec));
+    t.ms = summarize(ms);
+    return t;
+  }
+
+ private:
+  template <class Enqueue>
+  double once(Enqueue&& enqueue) {
+    const std::size_t n = flush_.size();
+    flush_l2_kernel<<<sm_count() * 4, 512, 0, stream_>>>(flush_.data(), n, sink_.data());
+    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK(cudaEventRecord(start_, stream_));
+    enqueue();
+    CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    CUDA_CHECK(cudaEventSynchronize(stop_));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    return ms;
+  }
+
+  DeviceBuffer<float4> flush_;
+  DeviceBuffer<float> sink_;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
+}  // namespace kl

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what is missing, and only that: doctest (Debian's doctest-dev) and the plotting
+# packages (plots/requirements.txt, from PyPI). Safe to run again; needs no network when all is there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+say() { echo "bootstrap: $*"; }
+
+command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ] ||
+  { say "nvcc not found: install the CUDA Toolkit (https://developer.nvidia.com/cuda-downloads)" >&2; exit 1; }
+command -v cmake >/dev/null || { say "cmake not found: apt-get install cmake (3.25 or newer)" >&2; exit 1; }
+
+if [ -f /usr/include/doctest/doctest.h ] || [ -f .deps/usr/include/doctest/doctest.h ]; then
+  say "doctest: present"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  say "doctest: apt-get install doctest-dev"
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq doctest-dev >/dev/null
+elif command -v apt-get >/dev/null; then  # not root: unpack the same package into .deps/
+  say "doctest: unpacking doctest-dev into .deps/"
+  mkdir -p .deps && (cd .deps && apt-get download -qq doctest-dev && dpkg -x doctest-dev_*.deb .)
+else
+  say "doctest not found: install doctest-dev (Debian/Ubuntu) or doctest from your package manager" >&2
+  exit 1
+fi
+
+if python3 -c "import matplotlib" 2>/dev/null; then
+  say "matplotlib: present"
+else
+  say "pip install -r plots/requirements.txt"
+  python3 -m pip install -q -r plots/requirements.txt
+fi

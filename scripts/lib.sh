@@ -1,0 +1,17 @@
+# Shared by tour.sh and gpu_check.sh (sourced, not run).
+
+# Build Release with every core.
+build_release() {
+  command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
+  cmake --preset release >/dev/null
+  cmake --build --preset release -j "$(nproc)"
+}
+
+# The lesson executables, in ladder order.
+lesson_binaries() { ls build/release/lessons/*/lesson[0-9][0-9] 2>/dev/null | sort; }
+
+# "NVIDIA H100 80GB HBM3" -> "h100": the folder under results/.
+gpu_slug() {
+  nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 | tr 'A-Z' 'a-z' |
+    sed -E 's/(nvidia|geforce|tesla|rtx) //g' | awk '{print $1}' | tr -cd 'a-z0-9'
+}

@@ -1,0 +1,86 @@
+"""torch_baselines.py RESULTS_DIR: what a PyTorch user would run for each lesson's problem, timed
+the way the lessons time their steps (CUDA events, L2 flushed before every repetition, median of
+30, graph replay for work shorter than 0.1 ms), appended to RESULTS_DIR/lessonNN.csv as step
+"pytorch" in the shared schema. Each result is checked against float64 first."""
+import csv
+import os
+import statistics
+import sys
+
+import torch
+
+HEADER = "lesson,step,name,dtype,shape,ms_median,ms_min,ms_max,gbps,tflops,pct_of_limit,max_rel_err,gpu".split(",")
+DEV = torch.device("cuda")
+FLUSH = torch.zeros(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, device=DEV)
+
+
+def time_ms(fn, reps=30):
+    """Median, min, max in ms of fn() on the current stream, L2 flushed (read) before each rep."""
+    fn()
+    torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def once(call):
+        FLUSH.sum()
+        start.record()
+        call()
+        stop.record()
+        stop.synchronize()
+        return start.elapsed_time(stop)
+
+    first = once(fn)
+    call = fn
+    if first < 0.1:  # short work: replay a captured graph, as the lessons do
+        graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            fn()  # warm-up on the side stream before capture
+            with torch.cuda.graph(graph, stream=stream):
+                fn()
+        torch.cuda.current_stream().wait_stream(stream)
+        call = graph.replay
+        call()
+    samples = [once(call) for _ in range(reps)]
+    return statistics.median(samples), min(samples), max(samples)
+
+
+def copy_gbps(path):
+    with open(path, newline="") as f:
+        copies = [float(r["gbps"]) for r in csv.DictReader(f) if r["step"] == "copy"]
+    return copies[-1] if copies else float("nan")
+
+
+def append(path, rows):
+    fresh = not os.path.exists(path) or os.path.getsize(path) == 0
+    with open(path, "a", newline="") as f:
+        w = csv.writer(f)
+        if fresh:
+            w.writerow(HEADER)
+        w.writerows(rows)
+
+
+def lesson01(out_dir, gpu):
+    """torch.sum over n floats, at the lesson's default n and its sweep sizes."""
+    path = os.path.join(out_dir, "lesson01.csv")
+    limit = copy_gbps(path) if os.path.exists(path) else float("nan")
+    rows = []
+    for n in [1 << e for e in range(10, 29, 2)]:  # the sweep holds the default, 2^26
+        x = torch.rand(n, device=DEV) * 2 - 1
+        ref = x.double().sum().item()
+        abs_sum = x.double().abs().sum().item()
+        err = abs(torch.sum(x).item() - ref) / abs_sum
+        med, lo, hi = time_ms(lambda: torch.sum(x))
+        gbps = 4 * n / (med * 1e-3) / 1e9
+        rows.append(["01", "pytorch", "torch.sum", "f32", f"n={n}", f"{med:.6g}", f"{lo:.6g}", f"{hi:.6g}",
+                     f"{gbps:.6g}", "", f"{100 * gbps / limit:.6g}", f"{err:.6g}", gpu])
+        print(f"lesson01 torch.sum n={n}: {med:.4f} ms, {gbps:.0f} GB/s, error {err:.2e}")
+    append(path, rows)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: torch_baselines.py RESULTS_DIR")
+    gpu = torch.cuda.get_device_name(0).replace(",", ";")
+    print(f"PyTorch {torch.__version__} on {gpu}")
+    lesson01(sys.argv[1], gpu)
