@@ -1,0 +1,32 @@
+// Block-level reduction built from warp shuffles (lesson 03's hierarchy: registers -> warp shuffle
+// -> one shared-memory slot per warp -> the first warp). Used by lesson 03 onward.
+#pragma once
+#include "common/warp.cuh"
+
+namespace kl {
+
+// All threads of the block call it with their value; every thread gets the block's result.
+// kThreads must be a multiple of 32 and the block size. Ends with a barrier, so it can be called
+// again right away (e.g. max, then sum, in softmax).
+template <int kThreads, class Op = SumOp>
+__device__ __forceinline__ float block_allreduce(float v) {
+  static_assert(kThreads % 32 == 0 && kThreads <= 1024, "block size must be a multiple of 32, at most 1024");
+  constexpr int kWarps = kThreads / 32;
+  __shared__ float warp_result[kWarps];
+  __shared__ float block_result;
+  v = warp_reduce<Op>(v);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) warp_result[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < kWarps ? warp_result[lane] : Op::identity();
+    v = warp_reduce<Op>(v);
+    if (lane == 0) block_result = v;
+  }
+  __syncthreads();
+  v = block_result;
+  __syncthreads();  // nobody may overwrite warp_result/block_result before all have read
+  return v;
+}
+
+}  // namespace kl
