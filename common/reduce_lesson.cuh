@@ -35,6 +35,9 @@ struct SumLesson {
   const char* title;  // "naive reductions"
   const SumStep* steps;
   int count;
+  // Optional: more rows for one size after the sum table (lesson 03 shows max and L2 norm with
+  // the same template); returns its rows, already checked and timed.
+  std::vector<Row> (*extra)(std::size_t n, Timer& timer, int reps) = nullptr;
 };
 
 // The library baseline of every reduction lesson. CUB asks for its temporary storage size first,
@@ -156,8 +159,14 @@ inline int sum_lesson_main(const SumLesson& l, int argc, char** argv) {
   for (std::size_t size : sizes) {
     std::printf("\nn = %zu (%.1f MiB); floor = read once at copy bandwidth = %.4f ms\n", size, 4.0 * size / (1 << 20),
                 4.0 * size / (limits.copy_gbps * 1e9) * 1e3);
-    const std::vector<Row> rows = run_sum_shape(l, size, steps, check, reps, timer);
+    std::vector<Row> rows = run_sum_shape(l, size, steps, check, reps, timer);
     print_table(std::cout, rows, limits);
+    if (l.extra && !step) {
+      const std::vector<Row> more = l.extra(size, timer, reps);
+      std::printf("\nthe same template, other operations (n = %zu):\n", size);
+      print_table(std::cout, more, limits);
+      rows.insert(rows.end(), more.begin(), more.end());
+    }
     for (const auto& r : rows) failed |= !r.ok;
     all.insert(all.end(), rows.begin(), rows.end());
   }

@@ -48,3 +48,57 @@ def save(fig, path):
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def _is_reference(step):
+    return step in ("lib", "pytorch")
+
+
+def bar_chart(rows, shape, title, path, rate="gbps"):
+    """One bar per step at `shape` (log y), reference steps in grey, FAILED steps labelled, and the
+    measured copy bandwidth as a dashed line. Returns the path, or None when no row has that shape."""
+    rows = latest(rows)
+    copy = copy_gbps(rows)
+    at = [r for r in rows if r["shape"] == shape and r["step"] != "copy"]
+    if not at:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    values = [0 if failed(r) else r[rate] for r in at]
+    ax.bar(range(len(at)), [max(v, 1e-3) for v in values],
+           color=["tab:gray" if _is_reference(r["step"]) else "tab:blue" for r in at])
+    for i, (r, v) in enumerate(zip(at, values)):
+        ax.text(i, max(v, 1e-3) * 1.15, "FAILED" if failed(r) else f"{v:.3g}", ha="center", fontsize=8)
+    if rate == "gbps" and not math.isnan(copy):
+        ax.axhline(copy, color="tab:red", linestyle="--", label=f"device copy {copy:.0f} GB/s")
+        ax.legend(loc="lower right")
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(at)), [f'{r["step"]}: {r["name"]}' for r in at], rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel("GB/s (fewest bytes / time)" if rate == "gbps" else "TFLOP/s")
+    ax.set_title(f"{title}, {at[0]['gpu']}")
+    return save(fig, path)
+
+
+def sweep_chart(rows, xlabel, title, path, rate="gbps", steps=None):
+    """Rate vs the shape's first number (log-log), one line per step (dashed for library and
+    PyTorch), the copy bandwidth dotted. `steps` limits the lines to those step labels."""
+    copy = copy_gbps(rows)
+    rows = [r for r in latest(rows) if r["step"] != "copy"]
+    keys = sorted({(r["step"], r["name"]) for r in rows if steps is None or r["step"] in steps})
+    if len({r["shape"] for r in rows}) < 3:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for key in keys:
+        pts = sorted((shape_value(r["shape"]), r[rate]) for r in rows
+                     if (r["step"], r["name"]) == key and not failed(r))
+        if pts:
+            ax.plot(*zip(*pts), "--" if _is_reference(key[0]) else "-", marker="o", markersize=3,
+                    label=f"{key[0]}: {key[1]}")
+    if rate == "gbps" and not math.isnan(copy):
+        ax.axhline(copy, color="tab:red", linestyle=":", label="device copy")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("GB/s" if rate == "gbps" else "TFLOP/s")
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    return save(fig, path)
