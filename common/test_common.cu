@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/block.cuh"
 #include "common/cli.hpp"
 #include "common/random.hpp"
 #include "common/reference.hpp"
@@ -19,6 +20,15 @@ __global__ void spin_kernel(long long cycles) {
   const long long start = clock64();
   while (clock64() - start < cycles) {
   }
+}
+
+// One block of 256 threads: each thread writes its warp's and its block's sum and max.
+__global__ void reduce_probe(const float* x, float* warp_sum, float* warp_max, float* block_sum, float* block_max) {
+  const float v = x[threadIdx.x];
+  warp_sum[threadIdx.x] = kl::warp_allreduce(v);
+  warp_max[threadIdx.x] = kl::warp_allreduce<kl::MaxOp>(v);
+  block_sum[threadIdx.x] = kl::block_allreduce<256>(v);
+  block_max[threadIdx.x] = kl::block_allreduce<256, kl::MaxOp>(v);
 }
 
 kl::Cli parse(std::vector<const char*> args) {
@@ -198,5 +208,27 @@ TEST_SUITE("gpu") {
     CHECK(fast.ms.min > 0);
     CHECK(fast.ms.min <= fast.ms.median);
     CHECK(fast.ms.median <= fast.ms.max);
+  }
+
+  TEST_CASE("warp and block all-reduce: every lane gets the sum and the NaN-propagating max") {
+    for (int with_nan = 0; with_nan < 2; ++with_nan) {
+      auto host = kl::integer_floats(256, -50, 50, kl::seed_for(12 + with_nan));
+      if (with_nan) host[77] = NAN;  // in warp 2
+      kl::DeviceBuffer<float> x(host), ws(256), wm(256), bs(256), bm(256);
+      for (auto* b : {&ws, &wm, &bs, &bm}) b->poison(0x7F);
+      reduce_probe<<<1, 256>>>(x.data(), ws.data(), wm.data(), bs.data(), bm.data());
+      CUDA_CHECK_LAUNCH();
+      const auto w_sum = ws.download(), w_max = wm.download(), b_sum = bs.download(), b_max = bm.download();
+      for (int t = 0; t < 256; ++t) {
+        CAPTURE(t);
+        const float* warp = host.data() + (t / 32) * 32;
+        const double ws_ref = kl::ref_sum(warp, 32).sum, wm_ref = kl::ref_max(warp, 32);
+        const double bs_ref = kl::ref_sum(host.data(), 256).sum, bm_ref = kl::ref_max(host.data(), 256);
+        CHECK(kl::scaled_error(w_sum[t], ws_ref, 1) == 0);
+        CHECK(kl::scaled_error(w_max[t], wm_ref, 1) == 0);
+        CHECK(kl::scaled_error(b_sum[t], bs_ref, 1) == 0);
+        CHECK(kl::scaled_error(b_max[t], bm_ref, 1) == 0);
+      }
+    }
   }
 }
