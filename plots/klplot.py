@@ -67,7 +67,7 @@ def bar_chart(rows, shape, title, path, rate="gbps"):
     ax.bar(range(len(at)), [max(v, 1e-3) for v in values],
            color=["tab:gray" if _is_reference(r["step"]) else "tab:blue" for r in at])
     for i, (r, v) in enumerate(zip(at, values)):
-        ax.text(i, max(v, 1e-3) * 1.15, "FAILED" if failed(r) else f"{v:.3g}", ha="center", fontsize=8)
+        ax.text(i, max(v, 1e-3) * 1.15, "FAILED" if failed(r) else (f"{v:.0f}" if v >= 100 else f"{v:.3g}"), ha="center", fontsize=8)
     if rate == "gbps" and not math.isnan(copy):
         ax.axhline(copy, color="tab:red", linestyle="--", label=f"device copy {copy:.0f} GB/s")
         ax.legend(loc="lower right")

@@ -60,22 +60,26 @@ def append(path, rows):
         w.writerows(rows)
 
 
-def lesson01(out_dir, gpu):
-    """torch.sum over n floats, at the lesson's default n and its sweep sizes."""
-    path = os.path.join(out_dir, "lesson01.csv")
-    limit = copy_gbps(path) if os.path.exists(path) else float("nan")
+def reductions(out_dir, gpu):
+    """torch.sum over n floats at the sweep sizes (2^26 is the lessons' default): the PyTorch row of
+    every reduction lesson (01-03), appended to each of their CSV files that exists."""
     rows = []
-    for n in [1 << e for e in range(10, 29, 2)]:  # the sweep holds the default, 2^26
+    for n in [1 << e for e in range(10, 29, 2)]:
         x = torch.rand(n, device=DEV) * 2 - 1
         ref = x.double().sum().item()
-        abs_sum = x.double().abs().sum().item()
-        err = abs(torch.sum(x).item() - ref) / abs_sum
+        err = abs(torch.sum(x).item() - ref) / x.double().abs().sum().item()
         med, lo, hi = time_ms(lambda: torch.sum(x))
         gbps = 4 * n / (med * 1e-3) / 1e9
-        rows.append(["01", "pytorch", "torch.sum", "f32", f"n={n}", f"{med:.6g}", f"{lo:.6g}", f"{hi:.6g}",
-                     f"{gbps:.6g}", "", f"{100 * gbps / limit:.6g}", f"{err:.6g}", gpu])
-        print(f"lesson01 torch.sum n={n}: {med:.4f} ms, {gbps:.0f} GB/s, error {err:.2e}")
-    append(path, rows)
+        rows.append((n, med, lo, hi, gbps, err))
+        print(f"torch.sum n={n}: {med:.4f} ms, {gbps:.0f} GB/s, error {err:.2e}")
+    for lesson in ("01", "02", "03"):
+        path = os.path.join(out_dir, f"lesson{lesson}.csv")
+        if not os.path.exists(path):
+            continue
+        limit = copy_gbps(path)
+        append(path, [[lesson, "pytorch", "torch.sum", "f32", f"n={n}", f"{med:.6g}", f"{lo:.6g}", f"{hi:.6g}",
+                       f"{gbps:.6g}", "", f"{100 * gbps / limit:.6g}", f"{err:.6g}", gpu]
+                      for n, med, lo, hi, gbps, err in rows])
 
 
 if __name__ == "__main__":
@@ -83,4 +87,4 @@ if __name__ == "__main__":
         sys.exit("usage: torch_baselines.py RESULTS_DIR")
     gpu = torch.cuda.get_device_name(0).replace(",", ";")
     print(f"PyTorch {torch.__version__} on {gpu}")
-    lesson01(sys.argv[1], gpu)
+    reductions(sys.argv[1], gpu)

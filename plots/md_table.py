@@ -1,0 +1,34 @@
+"""md_table.py CSV SHAPE: the rows of one shape as a Markdown table, for a lesson README
+(numbers copied from a real run, never typed by hand)."""
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import klplot  # noqa: E402
+
+
+def table(rows, shape):
+    rows = [r for r in klplot.latest(rows) if r["shape"] == shape]
+    first = next((r for r in rows if r["step"] == "1" and not klplot.failed(r)), None)
+    lib = next((r for r in rows if r["step"] == "lib" and not klplot.failed(r)), None)
+    gb = any(not math.isnan(r["gbps"]) for r in rows)
+    unit = "GB/s" if gb else "TFLOP/s"
+    out = [f"| step | name | ms (median) | min – max | {unit} | % of limit | × step 1 | × library | error |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        if klplot.failed(r):
+            out.append(f"| {r['step']} | {r['name']} | FAILED | | | | | | {r['max_rel_err']:.1e} |")
+            continue
+        rate = r["gbps"] if gb else r["tflops"]
+        ratio = lambda ref: f"{ref['ms_median'] / r['ms_median']:.3g}" if ref else "–"  # noqa: E731
+        err = "" if math.isnan(r["max_rel_err"]) else f"{r['max_rel_err']:.1e}"
+        out.append(f"| {r['step']} | {r['name']} | {r['ms_median']:.4g} | {r['ms_min']:.4g} – {r['ms_max']:.4g} | "
+                   f"{rate:.4g} | {r['pct_of_limit']:.1f}% | {ratio(first)} | {ratio(lib)} | {err} |")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: md_table.py CSV SHAPE")
+    print(table(klplot.read_rows(sys.argv[1]), sys.argv[2]))
