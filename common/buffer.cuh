@@ -38,6 +38,7 @@ class DeviceBuffer {
   void upload(const std::vector<T>& host) {
     resize(host.size());
     CUDA_CHECK(cudaMemcpy(ptr_, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaDeviceSynchronize());  // a pageable copy may still be in flight on return
   }
 
   std::vector<T> download(std::size_t count) const {
@@ -48,8 +49,12 @@ class DeviceBuffer {
   std::vector<T> download() const { return download(n_); }
 
   // Fills every byte: 0xFF makes floats and halves NaN and integers -1 (the default poison);
-  // 0x7F makes a huge finite float, for checks whose right answer is itself NaN.
-  void poison(int byte = 0xFF) { CUDA_CHECK(cudaMemset(ptr_, byte, n_ * sizeof(T))); }
+  // 0x7F makes a huge finite float, for checks whose right answer is itself NaN. Waits for the
+  // fill, so that work launched next on any stream (even a non-blocking one) sees the poison.
+  void poison(int byte = 0xFF) {
+    CUDA_CHECK(cudaMemset(ptr_, byte, n_ * sizeof(T)));
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
 
   T* data() { return ptr_; }
   const T* data() const { return ptr_; }

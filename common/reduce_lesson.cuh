@@ -74,10 +74,10 @@ inline std::vector<Row> run_sum_shape(const SumLesson& l, std::size_t n, const s
   const SumRef ref = ref_sum(host.data(), n);
   const DeviceBuffer<float> x(host);
   DeviceBuffer<float> out(1);
-  Scratch scratch;
   std::vector<Row> rows;
   for (int i : steps) {
     const SumStep& st = l.steps[i];
+    Scratch scratch;  // each step's own: no step sees what another left in it
     auto launch = [&](cudaStream_t s) { st.launch(x.data(), n, out.data(), scratch, s); };
     Row row{step_label(l, i), st.name, "f32", "n=" + std::to_string(n), st.library};
     row.bytes = 4.0 * n;

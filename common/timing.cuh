@@ -38,6 +38,7 @@ class Timer {
  public:
   explicit Timer(const DeviceInfo& dev) : flush_((2 * dev.l2_bytes + 15) / 16), sink_(1) {
     CUDA_CHECK(cudaMemset(flush_.data(), 0, flush_.size() * sizeof(float4)));
+    CUDA_CHECK(cudaDeviceSynchronize());  // the timer's stream does not wait for the legacy stream
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     CUDA_CHECK(cudaEventCreate(&start_));
     CUDA_CHECK(cudaEventCreate(&stop_));

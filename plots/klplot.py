@@ -72,6 +72,7 @@ def bar_chart(rows, shape, title, path, rate="gbps"):
         ax.axhline(copy, color="tab:red", linestyle="--", label=f"device copy {copy:.0f} GB/s")
         ax.legend(loc="lower right")
     ax.set_yscale("log")
+    ax.set_ylim(top=max(values + [copy if not math.isnan(copy) else 0]) * 4)  # room for the labels
     ax.set_xticks(range(len(at)), [f'{r["step"]}: {r["name"]}' for r in at], rotation=20, ha="right", fontsize=8)
     ax.set_ylabel("GB/s (fewest bytes / time)" if rate == "gbps" else "TFLOP/s")
     ax.set_title(f"{title}, {at[0]['gpu']}")

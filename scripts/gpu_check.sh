@@ -48,6 +48,8 @@ run_lessons() {
     rm -f "$dir/$name.csv"
     "$exe" --csv "$dir/$name.csv" || rc=1
     "$exe" --sweep --csv "$dir/$name.csv" || rc=1
+    # Lessons with several dtypes sweep the half-precision one too.
+    if "$exe" --help | grep -q -- '--dtype f32|f16'; then "$exe" --sweep --dtype f16 --csv "$dir/$name.csv" || rc=1; fi
   done
   return $rc
 }

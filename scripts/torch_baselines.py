@@ -82,9 +82,35 @@ def reductions(out_dir, gpu):
                       for n, med, lo, hi, gbps, err in rows])
 
 
+def softmax(out_dir, gpu):
+    """torch.softmax over rows of [M, K] (lesson 04's sweep: M = round(2^26 / K)), f32 and f16:
+    bytes = read + write M*K elements."""
+    path = os.path.join(out_dir, "lesson04.csv")
+    if not os.path.exists(path):
+        return
+    limit = copy_gbps(path)
+    ks = sorted([1000, 4097, 50257] + [1 << e for e in range(5, 18)])
+    rows = []
+    for dtype, name, size in ((torch.float32, "f32", 4), (torch.float16, "f16", 2)):
+        for k in ks:
+            m = max(1, ((1 << 26) + k // 2) // k)
+            x = (torch.randn(m, k, device=DEV) * 4).to(dtype)
+            ref = torch.softmax(x.double(), dim=-1)
+            y = torch.softmax(x, dim=-1)
+            err = ((y.double() - ref).abs() / ref.abs().clamp_min(1e-30)).max().item()
+            del y, ref
+            med, lo, hi = time_ms(lambda: torch.softmax(x, dim=-1))
+            gbps = 2 * m * k * size / (med * 1e-3) / 1e9
+            rows.append(["04", "pytorch", "torch.softmax", name, f"MxK={m}x{k}", f"{med:.6g}", f"{lo:.6g}",
+                         f"{hi:.6g}", f"{gbps:.6g}", "", f"{100 * gbps / limit:.6g}", f"{err:.6g}", gpu])
+            print(f"torch.softmax {name} M={m} K={k}: {med:.4f} ms, {gbps:.0f} GB/s, max rel error {err:.2e}")
+    append(path, rows)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: torch_baselines.py RESULTS_DIR")
     gpu = torch.cuda.get_device_name(0).replace(",", ";")
     print(f"PyTorch {torch.__version__} on {gpu}")
     reductions(sys.argv[1], gpu)
+    softmax(sys.argv[1], gpu)

@@ -1,0 +1,77 @@
+// The element types a lesson may read and write (float, __half, __nv_bfloat16), their conversion
+// to and from float (the type all arithmetic is done in), and packs: N elements moved by one
+// vector load or store (16 bytes = 4 floats or 8 halves is the widest a thread can issue at once).
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace kl {
+
+// Conversions work on the host too, so tests can round their inputs to the type the GPU reads.
+__host__ __device__ inline float to_float(float v) { return v; }
+__host__ __device__ inline float to_float(__half v) { return __half2float(v); }
+__host__ __device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+// Round to nearest even, as a store of a float result into the narrow type should.
+template <class T>
+__host__ __device__ inline T from_float(float v);
+template <>
+__host__ __device__ inline float from_float<float>(float v) { return v; }
+template <>
+__host__ __device__ inline __half from_float<__half>(float v) { return __float2half_rn(v); }
+template <>
+__host__ __device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+// N elements aligned to their total size: the compiler turns one copy of it into one vector
+// instruction (LDG.128 / STG.128 for 16 bytes).
+template <class T, int N>
+struct alignas(sizeof(T) * N) Pack {
+  T v[N];
+};
+
+// One vector load of N elements (p aligned to N elements), kept in the input type.
+template <int N, class T>
+__device__ __forceinline__ Pack<T, N> load_raw(const T* p) {
+  return *reinterpret_cast<const Pack<T, N>*>(p);
+}
+
+template <int N, class T>
+__device__ __forceinline__ void store_raw(T* p, const Pack<T, N>& pk) {
+  *reinterpret_cast<Pack<T, N>*>(p) = pk;
+}
+
+template <int N, class T>
+__device__ __forceinline__ void to_floats(const Pack<T, N>& pk, float (&out)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) out[i] = to_float(pk.v[i]);
+}
+
+// Loads N elements with one vector load and widens them to float.
+template <int N, class T>
+__device__ __forceinline__ void load_pack(const T* p, float (&out)[N]) {
+  to_floats(load_raw<N>(p), out);
+}
+
+// Narrows N floats to T and stores them with one vector store.
+template <int N, class T>
+__device__ __forceinline__ void store_pack(T* p, const float (&in)[N]) {
+  Pack<T, N> pk;
+#pragma unroll
+  for (int i = 0; i < N; ++i) pk.v[i] = from_float<T>(in[i]);
+  store_raw(p, pk);
+}
+
+// The widest pack (in elements: 8, 4, 2 or 1, at most 16 bytes) that every row of an [M, K] matrix
+// at x and at y can use: both pointers aligned to it and K a multiple of it (so each row starts aligned).
+inline int widest_pack(const void* x, const void* y, std::int64_t K, int elem_bytes) {
+  for (int n = 16 / elem_bytes; n > 1; n /= 2) {
+    const auto bytes = static_cast<std::uintptr_t>(n * elem_bytes);
+    if (K % n == 0 && reinterpret_cast<std::uintptr_t>(x) % bytes == 0 && reinterpret_cast<std::uintptr_t>(y) % bytes == 0)
+      return n;
+  }
+  return 1;
+}
+
+}  // namespace kl

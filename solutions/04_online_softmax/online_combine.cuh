@@ -1,0 +1,29 @@
+// Exercise 04, solved: the online (max, sum) combine (see exercises/04_online_softmax for the task).
+#pragma once
+#include <cstdint>
+
+#include "common/warp.cuh"
+#include "lessons/04_online_softmax/softmax.cuh"
+
+__host__ __device__ inline lesson04::MaxSum combine_exercise(lesson04::MaxSum a, lesson04::MaxSum b) {
+  const float m = lesson04::max_nan(a.m, b.m);
+  // Each sum was taken against its own max; e^(x - a.m) * e^(a.m - m) = e^(x - m) moves it to m.
+  // A part whose max is -inf holds no mass, and 0 * e^(-inf - -inf) would be NaN: it adds 0.
+  const float sa = a.m == -INFINITY ? 0.f : a.s * lesson04::fast_exp(a.m - m);
+  const float sb = b.m == -INFINITY ? 0.f : b.s * lesson04::fast_exp(b.m - m);
+  return {m, sa + sb};
+}
+
+// One warp per row, f32: the online pass, the warp merge, the normalise pass.
+__global__ void softmax_online_exercise(const float* x, float* y, std::int64_t rows, int cols) {
+  const std::int64_t row = blockIdx.x * std::int64_t{blockDim.x / 32} + threadIdx.x / 32;
+  if (row >= rows) return;  // the whole warp leaves together
+  const int lane = threadIdx.x % 32;
+  const float* xr = x + row * cols;
+  float* yr = y + row * cols;
+  lesson04::MaxSum acc{-INFINITY, 0.f};
+  for (int c = lane; c < cols; c += 32) acc = combine_exercise(acc, {xr[c], 1.f});
+  for (int offset = 16; offset > 0; offset /= 2)
+    acc = combine_exercise(acc, {__shfl_xor_sync(kl::kFullMask, acc.m, offset), __shfl_xor_sync(kl::kFullMask, acc.s, offset)});
+  for (int c = lane; c < cols; c += 32) yr[c] = lesson04::fast_exp(xr[c] - acc.m) / acc.s;
+}
