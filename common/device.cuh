@@ -66,7 +66,8 @@ inline void ensure_fits(double bytes, const std::string& what) {
   }
 }
 
-// Device-to-device copy of 2 x 512 MiB, median of 20: bytes read + bytes written per second.
+// Device-to-device copy of 2 x 512 MiB, median of 20 after 10 warm-up copies (an idle GPU needs
+// a few milliseconds of work to reach its full clocks): bytes read + bytes written per second.
 // This is the bandwidth floor's denominator for every memory-bound step.
 inline double measure_copy_gbps(int reps = 20) {
   const std::size_t bytes = std::size_t{512} << 20;
@@ -76,7 +77,7 @@ inline double measure_copy_gbps(int reps = 20) {
   CUDA_CHECK(cudaEventCreate(&start));
   CUDA_CHECK(cudaEventCreate(&stop));
   std::vector<double> ms;
-  for (int r = -2; r < reps; ++r) {  // two warm-up copies
+  for (int r = -10; r < reps; ++r) {
     CUDA_CHECK(cudaEventRecord(start));
     CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice));
     CUDA_CHECK(cudaEventRecord(stop));

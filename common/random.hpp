@@ -1,10 +1,13 @@
 // Deterministic random inputs: the same seed gives the same data on every machine, so a failing
 // check can be replayed. Tests draw fresh data by changing the seed per shape.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
+
+#include "common/parallel.hpp"
 
 namespace kl {
 
@@ -35,27 +38,33 @@ inline std::uint64_t seed_for(std::uint64_t salt) {
   return (env ? std::strtoull(env, nullptr, 10) : 0) * 1000003ull + salt;
 }
 
-inline std::vector<float> uniform_floats(std::size_t n, double lo, double hi, std::uint64_t seed) {
-  Rng rng(seed);
+// Inputs are drawn in blocks of 2^16 values, each block from its own generator (seed, block), so
+// the CPU's cores can fill them in parallel and the values never depend on the thread count.
+template <class Draw>
+std::vector<float> draw_floats(std::size_t n, std::uint64_t seed, Draw draw) {
+  constexpr std::size_t kBlock = std::size_t{1} << 16;
   std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(lo + (hi - lo) * rng.uniform01());
+  parallel_for((n + kBlock - 1) / kBlock, [&](std::size_t b0, std::size_t b1) {
+    for (std::size_t b = b0; b < b1; ++b) {
+      Rng rng(seed * 0x100000001B3ull + b);
+      for (std::size_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) v[i] = draw(rng);
+    }
+  });
   return v;
 }
 
+inline std::vector<float> uniform_floats(std::size_t n, double lo, double hi, std::uint64_t seed) {
+  return draw_floats(n, seed, [=](Rng& r) { return static_cast<float>(lo + (hi - lo) * r.uniform01()); });
+}
+
 inline std::vector<float> normal_floats(std::size_t n, double mean, double stddev, std::uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(mean + stddev * rng.normal());
-  return v;
+  return draw_floats(n, seed, [=](Rng& r) { return static_cast<float>(mean + stddev * r.normal()); });
 }
 
 // Whole numbers in [lo, hi]: as long as every partial sum stays below 2^24 in magnitude, float
 // addition is exact in any order, so a reduction must match the reference bit for bit.
 inline std::vector<float> integer_floats(std::size_t n, int lo, int hi, std::uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(lo + static_cast<int>(rng.index(hi - lo + 1)));
-  return v;
+  return draw_floats(n, seed, [=](Rng& r) { return static_cast<float>(lo + static_cast<int>(r.index(hi - lo + 1))); });
 }
 
 // Overwrites `count` random positions with `value` (NaN, +-inf, huge numbers, ties...).

@@ -28,6 +28,22 @@ def table(rows, shape):
     return "\n".join(out)
 
 
+def compare(rows, ours, theirs, shapes):
+    """Step `ours` against step `theirs` (step labels) at each of `shapes`: ms, GB/s and the ratio."""
+    rows = klplot.latest(rows)
+    pick = lambda step, shape: next((r for r in rows if r["step"] == step and r["shape"] == shape), None)  # noqa: E731
+    out = ["| shape | " + f"{ours} ms | {ours} GB/s | {theirs} ms | {theirs} GB/s | × {theirs} |",
+           "|---|---:|---:|---:|---:|---:|"]
+    for shape in shapes:
+        a, b = pick(ours, shape), pick(theirs, shape)
+        if a is None or b is None or klplot.failed(a) or klplot.failed(b):
+            out.append(f"| {shape} | – | – | – | – | – |")
+            continue
+        out.append(f"| {shape} | {a['ms_median']:.4g} | {a['gbps']:.4g} | {b['ms_median']:.4g} | {b['gbps']:.4g} | "
+                   f"{b['ms_median'] / a['ms_median']:.2f} |")
+    return "\n".join(out)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit("usage: md_table.py CSV SHAPE")

@@ -5,6 +5,5 @@
 #include "lessons/01_naive_reduction/reduce.cuh"
 
 int main(int argc, char** argv) {
-  const kl::SumLesson lesson{"01", "naive reductions", lesson01::kSteps, std::size(lesson01::kSteps)};
-  return kl::guarded_main("lesson01", [&] { return kl::sum_lesson_main(lesson, argc, argv); });
+  return kl::guarded_main("lesson01", [&] { return kl::sum_lesson_main(lesson01::kLesson, argc, argv); });
 }

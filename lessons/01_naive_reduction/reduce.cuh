@@ -95,4 +95,7 @@ inline constexpr kl::SumStep kSteps[] = {
     {"cub", "cub::DeviceReduce::Sum", kl::launch_cub_sum, true, true},
 };
 
+// The lesson as the shared driver (common/reduce_lesson.cuh) and checks (common/sum_checks.hpp) see it.
+inline const kl::SumLesson kLesson{"01", "naive reductions", kSteps, static_cast<int>(std::size(kSteps))};
+
 }  // namespace lesson01

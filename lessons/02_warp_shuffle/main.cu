@@ -5,6 +5,5 @@
 #include "lessons/02_warp_shuffle/reduce.cuh"
 
 int main(int argc, char** argv) {
-  const kl::SumLesson lesson{"02", "warp shuffle", lesson02::kSteps, std::size(lesson02::kSteps)};
-  return kl::guarded_main("lesson02", [&] { return kl::sum_lesson_main(lesson, argc, argv); });
+  return kl::guarded_main("lesson02", [&] { return kl::sum_lesson_main(lesson02::kLesson, argc, argv); });
 }

@@ -161,4 +161,7 @@ inline constexpr kl::SumStep kSteps[] = {
     {"cub", "cub::DeviceReduce::Sum", kl::launch_cub_sum, true, true},
 };
 
+// The lesson as the shared driver (common/reduce_lesson.cuh) and checks (common/sum_checks.hpp) see it.
+inline const kl::SumLesson kLesson{"02", "warp shuffle", kSteps, static_cast<int>(std::size(kSteps))};
+
 }  // namespace lesson02

@@ -471,4 +471,7 @@ inline std::vector<kl::Row> other_operations(std::size_t n, kl::Timer& timer, in
   return rows;
 }
 
+// The lesson as the shared driver (common/reduce_lesson.cuh) and checks (common/sum_checks.hpp) see it.
+inline const kl::SumLesson kLesson{"03", "block tree", kSteps, static_cast<int>(std::size(kSteps)), other_operations};
+
 }  // namespace lesson03

@@ -5,7 +5,5 @@
 #include "lessons/03_block_tree/block_tree.cuh"
 
 int main(int argc, char** argv) {
-  const kl::SumLesson lesson{"03", "block tree", lesson03::kSteps, std::size(lesson03::kSteps),
-                             lesson03::other_operations};
-  return kl::guarded_main("lesson03", [&] { return kl::sum_lesson_main(lesson, argc, argv); });
+  return kl::guarded_main("lesson03", [&] { return kl::sum_lesson_main(lesson03::kLesson, argc, argv); });
 }

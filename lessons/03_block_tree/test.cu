@@ -11,43 +11,17 @@
 
 #include "common/random.hpp"
 #include "common/reference.hpp"
+#include "common/sum_checks.hpp"
 #include "lessons/03_block_tree/block_tree.cuh"
 
 using lesson03::kSteps;
 
 namespace {
 
-// Sizes from the foundation's list; KL_SANITIZE=1 (compute-sanitizer runs) keeps only small ones.
-bool sanitize() { return std::getenv("KL_SANITIZE") != nullptr; }
-
-std::vector<std::size_t> test_sizes() {
-  if (sanitize()) return {1, 2, 31, 33, 1000, 4097, 70001};
-  return {1, 2, 31, 32, 33, 1000, 4097, 999983, std::size_t{1} << 24, std::size_t{1} << 28};
-}
-
-// Runs one launcher on x[0, n) into a poisoned output. A scratch passed in is reused (the
-// single-pass counter must survive that); otherwise a fresh one is used.
-float run(kl::SumLauncher launch, const float* x, std::size_t n, int poison = 0xFF, kl::Scratch* keep = nullptr) {
-  kl::DeviceBuffer<float> out(1);
-  kl::Scratch fresh;
-  out.poison(poison);
-  launch(x, n, out.data(), keep ? *keep : fresh, nullptr);
-  CUDA_CHECK(cudaDeviceSynchronize());
-  return out.download(1)[0];
-}
-
-float run_step(const kl::SumStep& st, const kl::DeviceBuffer<float>& x, std::size_t n, int poison = 0xFF) {
-  return run(st.launch, x.data(), n, poison);
-}
-
-// host at `offset` floats past the start of a fresh (256-byte aligned) allocation, with NaN on both
-// sides: a step that reads before or after its input turns the result into NaN.
-kl::DeviceBuffer<float> padded(const std::vector<float>& host, std::size_t offset) {
-  std::vector<float> v(offset, NAN);
-  v.insert(v.end(), host.begin(), host.end());
-  v.insert(v.end(), 4, NAN);
-  return kl::DeviceBuffer<float>(v);
-}
+using kl::sum_checks::padded;
+using kl::sum_checks::run;
+using kl::sum_checks::sanitizing;
+using kl::sum_checks::sizes;
 
 double ref_min(const std::vector<float>& v) {
   std::vector<float> neg(v.size());
@@ -191,112 +165,7 @@ TEST_CASE("premise of the operation checks: a float computation passes op_close,
 }
 
 TEST_SUITE("gpu") {
-  TEST_CASE("every step sums whole numbers exactly, at every size") {
-    for (std::size_t n : test_sizes()) {
-      const auto host = kl::integer_floats(n, -4, 4, kl::seed_for(n));
-      const double exact = kl::ref_sum(host.data(), n).sum;
-      const kl::DeviceBuffer<float> x(host);
-      for (const auto& st : kSteps) {
-        CAPTURE(n);
-        CAPTURE(st.name);
-        CHECK(run_step(st, x, n) == exact);
-      }
-    }
-  }
-
-  TEST_CASE("every step matches the float64 sum of real-valued data within tolerance") {
-    for (std::size_t n : test_sizes()) {
-      if (n > (std::size_t{1} << 24)) continue;
-      for (int dist = 0; dist < 2; ++dist) {
-        const auto host = dist == 0 ? kl::uniform_floats(n, -1, 1, kl::seed_for(n + 7))
-                                    : kl::normal_floats(n, 3.0, 1e30, kl::seed_for(n + 8));  // huge magnitudes
-        const kl::SumRef ref = kl::ref_sum(host.data(), n);
-        const kl::DeviceBuffer<float> x(host);
-        for (const auto& st : kSteps) {
-          CAPTURE(n);
-          CAPTURE(dist);
-          CAPTURE(st.name);
-          CHECK(kl::sum_close(run_step(st, x, n), ref, n));
-        }
-      }
-    }
-  }
-
-  TEST_CASE("every step reads an unaligned base pointer (x + 1, 2, 3): float4 steps need a scalar head") {
-    std::vector<std::size_t> sizes = {1, 2, 3, 4, 5, 7, 31, 33, 1000, 4097, 70001};
-    if (!sanitize()) sizes.push_back(999983);
-    for (std::size_t n : sizes) {
-      const auto host = kl::integer_floats(n, -4, 4, kl::seed_for(n + 9));
-      const double exact = kl::ref_sum(host.data(), n).sum;
-      for (std::size_t offset = 1; offset <= 3; ++offset) {
-        const kl::DeviceBuffer<float> x = padded(host, offset);
-        for (const auto& st : kSteps) {
-          CAPTURE(n);
-          CAPTURE(offset);
-          CAPTURE(st.name);
-          CHECK(run(st.launch, x.data() + offset, n) == exact);
-        }
-      }
-    }
-  }
-
-  TEST_CASE("n = 0 sums to 0 without a launch error") {
-    const kl::DeviceBuffer<float> x(1);
-    for (const auto& st : kSteps) {
-      CAPTURE(st.name);
-      CHECK(run_step(st, x, 0) == 0.0f);
-    }
-  }
-
-  TEST_CASE("special values: NaN propagates, +inf stays +inf, +inf with -inf gives NaN, at the edges too") {
-    const std::size_t n = 100005;  // at x + 1: a scalar head of 3 and a tail of 2 around the float4 body
-    const auto base = kl::uniform_floats(n, -1, 1, kl::seed_for(3));
-    struct Case { std::size_t at_a, at_b; float a, b; } cases[] = {
-        {12345, n - 1, NAN, 0.f}, {12345, n - 1, INFINITY, 1.f}, {12345, n - 1, INFINITY, -INFINITY},
-        {0, 1, NAN, 0.f}, {n - 1, 0, -INFINITY, 0.f}};
-    for (const auto& c : cases) {
-      auto host = base;
-      host[c.at_a] = c.a;
-      host[c.at_b] = c.b;
-      const double ref = kl::ref_sum(host.data(), n).sum;
-      const kl::DeviceBuffer<float> x = padded(host, 1);
-      for (const auto& st : kSteps) {
-        CAPTURE(st.name);
-        CAPTURE(c.a);
-        CAPTURE(c.at_a);
-        const float got = run(st.launch, x.data() + 1, n, 0x7F);  // finite poison: an unwritten NaN result fails
-        if (std::isnan(ref)) CHECK(std::isnan(got));
-        else CHECK(got == ref);
-      }
-    }
-  }
-
-  TEST_CASE("large magnitudes: 2^28 values of 1e30 sum to 2.68e38, finite in every step") {
-    if (sanitize()) return;
-    const std::size_t n = std::size_t{1} << 28;
-    const std::vector<float> host(n, 1e30f);
-    const kl::SumRef ref = kl::ref_sum(host.data(), n);
-    const kl::DeviceBuffer<float> x(host);
-    for (const auto& st : kSteps) {
-      CAPTURE(st.name);
-      const float got = run_step(st, x, n);
-      CHECK(std::isfinite(got));
-      CHECK(kl::sum_close(got, ref, n));
-    }
-  }
-
-  TEST_CASE("every step is deterministic: the same bits every run, fresh scratch or reused") {
-    const std::size_t n = 999983;
-    const auto host = kl::uniform_floats(n, -1, 1, kl::seed_for(4));
-    const kl::DeviceBuffer<float> x(host);
-    for (const auto& st : kSteps) {
-      REQUIRE(st.deterministic);
-      CAPTURE(st.name);
-      const float first = run_step(st, x, n);
-      kl::Scratch scratch;
-      for (int r = 0; r < 5; ++r) CHECK(run(st.launch, x.data(), n, 0xFF, &scratch) == first);
-    }
-  }
+  TEST_CASE("the reduction checks every lesson runs (common/sum_checks.hpp)") { kl::sum_checks::all(lesson03::kLesson); }
 
   TEST_CASE("single pass: the counter resets itself across many launches on one scratch, any grid size") {
     REQUIRE(std::string(kSteps[8].name) == "single_pass");
@@ -308,7 +177,7 @@ TEST_SUITE("gpu") {
       first.push_back(run(kSteps[8].launch, xs.back().data(), n));
     }
     kl::Scratch scratch;  // one scratch for every launch, as in the timed repetitions
-    for (int r = 0; r < (sanitize() ? 4 : 40); ++r) {
+    for (int r = 0; r < (sanitizing() ? 4 : 40); ++r) {
       for (std::size_t k = 0; k < std::size(sizes); ++k) {
         CAPTURE(r);
         CAPTURE(sizes[k]);
@@ -317,38 +186,8 @@ TEST_SUITE("gpu") {
     }
   }
 
-  TEST_CASE("every launcher can be captured in a CUDA graph and replayed") {
-    const std::size_t n = 999983;
-    const auto host = kl::integer_floats(n, -4, 4, kl::seed_for(6));
-    const double exact = kl::ref_sum(host.data(), n).sum;
-    const kl::DeviceBuffer<float> x(host);
-    kl::DeviceBuffer<float> out(1);
-    cudaStream_t s;
-    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    for (const auto& st : kSteps) {
-      CAPTURE(st.name);
-      kl::Scratch scratch;
-      st.launch(x.data(), n, out.data(), scratch, s);  // the first run allocates, outside the capture
-      cudaGraph_t graph;
-      cudaGraphExec_t exec;
-      CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-      st.launch(x.data(), n, out.data(), scratch, s);
-      CUDA_CHECK(cudaStreamEndCapture(s, &graph));
-      CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-      for (int r = 0; r < 3; ++r) {
-        out.poison();
-        CUDA_CHECK(cudaGraphLaunch(exec, s));
-        CUDA_CHECK(cudaStreamSynchronize(s));
-        CHECK(out.download(1)[0] == exact);
-      }
-      CUDA_CHECK(cudaGraphExecDestroy(exec));
-      CUDA_CHECK(cudaGraphDestroy(graph));
-    }
-    CUDA_CHECK(cudaStreamDestroy(s));
-  }
-
   TEST_CASE("the same template computes max, min, L2 norm and mean, at every size and offset") {
-    for (std::size_t n : test_sizes()) {
+    for (std::size_t n : sizes()) {
       if (n > (std::size_t{1} << 24)) continue;
       const auto host = kl::uniform_floats(n, -1, 1, kl::seed_for(n + 10));
       for (const Family& f : kFamilies)

@@ -1,0 +1,221 @@
+// The GPU checks every reduction lesson (01-03) runs on its whole step table, called from the
+// lessons' doctest cases. Outputs are poisoned before each run, so an unwritten result fails.
+#pragma once
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "common/random.hpp"
+#include "common/reduce_lesson.cuh"
+#include "common/reference.hpp"
+
+namespace kl::sum_checks {
+
+// KL_SANITIZE=1 (compute-sanitizer runs, 10-100x slower) keeps the sizes small.
+inline bool sanitizing() { return std::getenv("KL_SANITIZE") != nullptr; }
+
+// The foundation's sizes: tiny, around a warp, awkward, a prime near 10^6, 2^24 and 2^28.
+inline std::vector<std::size_t> sizes() {
+  if (sanitizing()) return {1, 2, 31, 33, 1000, 4097, 70001};
+  return {1, 2, 31, 32, 33, 1000, 4097, 999983, std::size_t{1} << 24, std::size_t{1} << 28};
+}
+
+// One run of a launcher on the legacy stream, its output poisoned first (0xFF: NaN; 0x7F: finite).
+// A scratch passed in is reused (as in timed repetitions); otherwise a fresh one is used.
+inline float run(SumLauncher launch, const float* x, std::size_t n, int poison = 0xFF, Scratch* keep = nullptr) {
+  DeviceBuffer<float> out(1);
+  Scratch fresh;
+  out.poison(poison);
+  launch(x, n, out.data(), keep ? *keep : fresh, nullptr);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return out.download(1)[0];
+}
+
+// `data` placed `offset` floats into a device buffer whose other floats are NaN: a step that reads
+// outside [x, x + n) returns NaN, and x + offset is 4 * offset bytes past a 16-byte boundary.
+inline DeviceBuffer<float> padded(const std::vector<float>& data, std::size_t offset) {
+  std::vector<float> host(data.size() + offset + 4, NAN);
+  std::copy(data.begin(), data.end(), host.begin() + offset);
+  return DeviceBuffer<float>(host);
+}
+
+// Whole numbers in [-4, 4]: every order of addition is exact, so every step must match bit for bit.
+inline void whole_numbers_exact(const SumLesson& l) {
+  for (std::size_t n : sizes()) {
+    const auto host = integer_floats(n, -4, 4, seed_for(n));
+    const double exact = ref_sum(host.data(), n).sum;
+    const DeviceBuffer<float> x(host);
+    for (int i = 0; i < l.count; ++i) {
+      const std::string step = l.steps[i].name;
+      CAPTURE(n);
+      CAPTURE(step);
+      CHECK(run(l.steps[i].launch, x.data(), n) == exact);
+    }
+  }
+}
+
+// Real values (uniform, and normal with huge magnitudes) within the sqrt(n) rounding tolerance.
+inline void real_values_within_tolerance(const SumLesson& l) {
+  for (std::size_t n : sizes()) {
+    if (n > (std::size_t{1} << 24)) continue;
+    for (int dist = 0; dist < 2; ++dist) {
+      const auto host = dist == 0 ? uniform_floats(n, -1, 1, seed_for(n + 7)) : normal_floats(n, 3.0, 1e30, seed_for(n + 8));
+      const SumRef ref = ref_sum(host.data(), n);
+      const DeviceBuffer<float> x(host);
+      for (int i = 0; i < l.count; ++i) {
+        const std::string step = l.steps[i].name;
+        CAPTURE(n);
+        CAPTURE(dist);
+        CAPTURE(step);
+        CHECK(sum_close(run(l.steps[i].launch, x.data(), n), ref, n));
+      }
+    }
+  }
+}
+
+// x + 1 .. x + 3: every float read once (exact whole-number sums), none outside (NaN padding).
+inline void unaligned_pointers(const SumLesson& l) {
+  std::vector<std::size_t> ns = {1, 2, 3, 4, 5, 7, 8, 31, 32, 33, 1000, 4097, 70001};
+  if (!sanitizing()) ns.push_back(999983);
+  for (std::size_t n : ns) {
+    const auto host = integer_floats(n, -4, 4, seed_for(n + 11));
+    const double exact = ref_sum(host.data(), n).sum;
+    for (std::size_t offset = 1; offset < 4; ++offset) {
+      const DeviceBuffer<float> x = padded(host, offset);
+      for (int i = 0; i < l.count; ++i) {
+        const std::string step = l.steps[i].name;
+        CAPTURE(n);
+        CAPTURE(offset);
+        CAPTURE(step);
+        CHECK(run(l.steps[i].launch, x.data() + offset, n) == exact);
+      }
+    }
+  }
+}
+
+// n = 0: the sum is 0, written, with no invalid launch, whatever the alignment.
+inline void empty_input(const SumLesson& l) {
+  const DeviceBuffer<float> x(4);
+  for (std::size_t offset = 0; offset < 4; ++offset) {
+    for (int i = 0; i < l.count; ++i) {
+      const std::string step = l.steps[i].name;
+      CAPTURE(offset);
+      CAPTURE(step);
+      CHECK(run(l.steps[i].launch, x.data() + offset, 0) == 0.0f);
+    }
+  }
+}
+
+// NaN anywhere gives NaN; +-inf gives +-inf; +inf with -inf gives NaN; at the start, middle and end
+// (the scalar head and tail of the vector steps), aligned or not. The poison is finite, so an
+// unwritten output cannot pass as NaN.
+inline void special_values(const SumLesson& l) {
+  const std::size_t n = 100003;
+  const auto base = uniform_floats(n, -1, 1, seed_for(3));
+  struct Case {
+    float a, b;
+  } cases[] = {{NAN, 0.f}, {INFINITY, 1.f}, {-INFINITY, 1.f}, {INFINITY, -INFINITY}};
+  for (const auto& c : cases) {
+    for (std::size_t at : {std::size_t{0}, std::size_t{12345}, n - 1}) {
+      auto host = base;
+      host[at] = c.a;
+      host[(at + n / 2) % n] = c.b;
+      const double ref = ref_sum(host.data(), n).sum;
+      for (std::size_t offset : {0, 1}) {
+        const DeviceBuffer<float> x = padded(host, offset);
+        for (int i = 0; i < l.count; ++i) {
+          const std::string step = l.steps[i].name;
+          CAPTURE(step);
+          CAPTURE(c.a);
+          CAPTURE(c.b);
+          CAPTURE(at);
+          CAPTURE(offset);
+          const float got = run(l.steps[i].launch, x.data() + offset, n, 0x7F);
+          if (std::isnan(ref)) CHECK(std::isnan(got));
+          else CHECK(got == ref);
+        }
+      }
+    }
+  }
+}
+
+// 2^28 values of 1e30: the sum, 2.68e38, is 79 % of FLT_MAX; no step may overflow on the way.
+inline void large_magnitudes(const SumLesson& l) {
+  if (sanitizing()) return;  // 1 GiB: too slow under compute-sanitizer
+  const std::size_t n = std::size_t{1} << 28;
+  const std::vector<float> host(n, 1e30f);
+  const SumRef ref = ref_sum(host.data(), n);
+  const DeviceBuffer<float> x(host);
+  for (int i = 0; i < l.count; ++i) {
+    const std::string step = l.steps[i].name;
+    CAPTURE(step);
+    const float got = run(l.steps[i].launch, x.data(), n);
+    CHECK(std::isfinite(got));
+    CHECK(sum_close(got, ref, n));
+  }
+}
+
+// Steps marked deterministic give the same bits on every run, with a fresh scratch or a reused one.
+inline void deterministic_steps(const SumLesson& l) {
+  const std::size_t n = 999983;
+  const DeviceBuffer<float> x(uniform_floats(n, -1, 1, seed_for(4)));
+  for (int i = 0; i < l.count; ++i) {
+    if (!l.steps[i].deterministic) continue;
+    const std::string step = l.steps[i].name;
+    CAPTURE(step);
+    const float first = run(l.steps[i].launch, x.data(), n);
+    Scratch reused;
+    for (int r = 0; r < 5; ++r) CHECK(run(l.steps[i].launch, x.data(), n, 0xFF, &reused) == first);
+  }
+}
+
+// Short steps are timed by CUDA-graph replay: every launcher must capture (no sync, no allocation
+// after its first run) and give the right sum on every replay (its memsets and counters reset).
+inline void graph_replay(const SumLesson& l) {
+  const std::size_t n = 70001;
+  const auto host = integer_floats(n, -4, 4, seed_for(5));
+  const double exact = ref_sum(host.data(), n).sum;
+  const DeviceBuffer<float> x = padded(host, 1);
+  cudaStream_t stream;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  for (int i = 0; i < l.count; ++i) {
+    const std::string step = l.steps[i].name;
+    CAPTURE(step);
+    DeviceBuffer<float> out(1);
+    Scratch scratch;
+    l.steps[i].launch(x.data() + 1, n, out.data(), scratch, stream);  // first run: scratch allocated here
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    l.steps[i].launch(x.data() + 1, n, out.data(), scratch, stream);
+    CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int replay = 0; replay < 3; ++replay) {
+      out.poison();
+      CUDA_CHECK(cudaGraphLaunch(exec, stream));
+      CUDA_CHECK(cudaStreamSynchronize(stream));
+      CHECK(out.download(1)[0] == exact);
+    }
+    CUDA_CHECK(cudaGraphExecDestroy(exec));
+    CUDA_CHECK(cudaGraphDestroy(graph));
+  }
+  CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+// Every check above, each a doctest subcase: what each reduction lesson's GPU suite starts with.
+inline void all(const SumLesson& l) {
+  SUBCASE("whole numbers sum exactly, at every size") { whole_numbers_exact(l); }
+  SUBCASE("real values within the float64 tolerance") { real_values_within_tolerance(l); }
+  SUBCASE("unaligned base pointers x+1..x+3") { unaligned_pointers(l); }
+  SUBCASE("n = 0") { empty_input(l); }
+  SUBCASE("NaN and infinities") { special_values(l); }
+  SUBCASE("2^28 values of 1e30") { large_magnitudes(l); }
+  SUBCASE("deterministic steps") { deterministic_steps(l); }
+  SUBCASE("CUDA-graph replay") { graph_replay(l); }
+}
+
+}  // namespace kl::sum_checks

@@ -1,0 +1,49 @@
+"""readme_tables.py README.md...: regenerates every table in a lesson README from the committed CSV,
+so the numbers a student reads are the numbers a run wrote. A table sits between
+
+    <!-- table results/h100/lesson02.csv n=67108864 [dtype=f16] [steps=4,5,lib] -->
+    <!-- table results/h100/lesson03.csv n=1048576,n=16777216 compare=9,lib -->  (step 9 vs lib)
+    ...generated...
+    <!-- /table -->
+
+(the CSV path is relative to the repository root)."""
+import os
+import re
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import klplot  # noqa: E402
+import md_table  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BLOCK = re.compile(r"(<!-- table (\S+) (\S+)((?: \w+=\S+)*) -->\n)(.*?)(<!-- /table -->)", re.S)
+
+
+def render(match):
+    head, csv_path, shape, opts = match.group(1), match.group(2), match.group(3), match.group(4)
+    options = dict(o.split("=", 1) for o in opts.split())
+    rows = klplot.read_rows(os.path.join(ROOT, csv_path))
+    if "dtype" in options:
+        rows = [r for r in rows if r["dtype"] == options["dtype"]]
+    if "steps" in options:
+        keep = options["steps"].split(",")
+        rows = [r for r in rows if r["step"] in keep]
+    if "compare" in options:  # shape is then a comma-separated list of shapes
+        ours, theirs = options["compare"].split(",")
+        return head + md_table.compare(rows, ours, theirs, shape.split(",")) + "\n" + match.group(6)
+    return head + md_table.table(rows, shape) + "\n" + match.group(6)
+
+
+def main(paths):
+    for path in paths:
+        with open(path) as f:
+            text = f.read()
+        new = BLOCK.sub(render, text)
+        if new != text:
+            with open(path, "w") as f:
+                f.write(new)
+            print("updated", path)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
