@@ -9,6 +9,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib.sh
 logs=build/gpu_check
+rm -rf "$logs"
 mkdir -p "$logs"
 status=()
 stage() {  # stage NAME CMD...: runs CMD with its output in $logs/NAME.log, records PASS/FAIL
@@ -44,12 +45,13 @@ stage sanitizer sanitize
 run_lessons() {
   local rc=0
   for exe in $(lesson_binaries); do
-    local name; name=$(basename "$exe")
+    local name t0=$SECONDS; name=$(basename "$exe")
     rm -f "$dir/$name.csv"
     "$exe" --csv "$dir/$name.csv" || rc=1
     "$exe" --sweep --csv "$dir/$name.csv" || rc=1
     # Lessons with several dtypes sweep the half-precision one too.
     if "$exe" --help | grep -q -- '--dtype f32|f16'; then "$exe" --sweep --dtype f16 --csv "$dir/$name.csv" || rc=1; fi
+    echo "== $name: default and sweep in $((SECONDS - t0)) s" | tee -a "$logs/lesson_times.txt" >&2
   done
   return $rc
 }

@@ -23,6 +23,7 @@
 #include "common/buffer.cuh"
 #include "common/device.cuh"
 #include "common/pack.cuh"
+#include "common/parallel.hpp"
 #include "common/warp.cuh"
 
 namespace lesson04 {
@@ -107,21 +108,24 @@ struct Workspace {
 
 // Softmax of each row of x * scale in double. A row holding NaN or +inf, or only -inf, comes out all
 // NaN (x - max is NaN somewhere): the same choice PyTorch makes, and what every step must give.
+// Rows are independent, so the CPU's cores take a share of rows each (same result on any core count).
 inline std::vector<double> ref_softmax(const std::vector<float>& x, std::int64_t rows, std::int64_t cols,
                                        double scale = 1.0) {
   std::vector<double> y(x.size());
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const float* xr = x.data() + r * cols;
-    double* yr = y.data() + r * cols;
-    double m = -INFINITY;
-    for (std::int64_t c = 0; c < cols; ++c) {
-      const double t = xr[c] * scale;
-      m = (std::isnan(m) || t <= m) ? m : t;  // a NaN stays the max
+  kl::parallel_for(static_cast<std::size_t>(rows), [&](std::size_t r0, std::size_t r1) {
+    for (auto r = static_cast<std::int64_t>(r0); r < static_cast<std::int64_t>(r1); ++r) {
+      const float* xr = x.data() + r * cols;
+      double* yr = y.data() + r * cols;
+      double m = -INFINITY;
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const double t = xr[c] * scale;
+        m = (std::isnan(m) || t <= m) ? m : t;  // a NaN stays the max
+      }
+      double s = 0;
+      for (std::int64_t c = 0; c < cols; ++c) s += yr[c] = std::exp(xr[c] * scale - m);
+      for (std::int64_t c = 0; c < cols; ++c) yr[c] /= s;
     }
-    double s = 0;
-    for (std::int64_t c = 0; c < cols; ++c) s += yr[c] = std::exp(xr[c] * scale - m);
-    for (std::int64_t c = 0; c < cols; ++c) yr[c] /= s;
-  }
+  });
   return y;
 }
 
@@ -139,17 +143,28 @@ inline Tolerance tolerance(Dtype d) {
 }
 
 // max |y - ref| / (|ref| + abs / rel): the relative error, with a floor for tiny results. The check
-// passes when it is at most tol.rel; a NaN mismatch is an infinite error.
-inline double max_error(const std::vector<float>& y, const std::vector<double>& ref, Tolerance tol) {
-  double worst = 0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    if (std::isnan(ref[i]) || std::isnan(y[i])) {
-      if (std::isnan(ref[i]) != std::isnan(y[i])) return INFINITY;
-      continue;
+// passes when it is at most tol.rel; a NaN mismatch is an infinite error. y holds the step's output
+// in its own type (float, __half, __nv_bfloat16); blocks of 2^16 elements go to the CPU's cores,
+// and the max of the blocks' maxima does not depend on which core took which.
+template <class T>
+double max_error(const std::vector<T>& y, const std::vector<double>& ref, Tolerance tol) {
+  constexpr std::size_t kBlock = std::size_t{1} << 16;
+  std::vector<double> worst((ref.size() + kBlock - 1) / kBlock, 0.0);
+  kl::parallel_for(worst.size(), [&](std::size_t b0, std::size_t b1) {
+    for (std::size_t b = b0; b < b1; ++b) {
+      for (std::size_t i = b * kBlock; i < std::min(ref.size(), (b + 1) * kBlock); ++i) {
+        const double got = kl::to_float(y[i]);
+        if (std::isnan(ref[i]) || std::isnan(got)) {
+          if (std::isnan(ref[i]) != std::isnan(got)) worst[b] = INFINITY;
+          continue;
+        }
+        worst[b] = std::max(worst[b], std::fabs(got - ref[i]) / (std::fabs(ref[i]) + tol.abs / tol.rel));
+      }
     }
-    worst = std::max(worst, std::fabs(y[i] - ref[i]) / (std::fabs(ref[i]) + tol.abs / tol.rel));
-  }
-  return worst;
+  });
+  double all = 0;
+  for (double w : worst) all = std::max(all, w);
+  return all;
 }
 
 // ---- pieces every step uses -----------------------------------------------------------------------
@@ -268,13 +283,20 @@ __global__ void softmax_three_kernels_max(const T* x, std::int64_t rows, int col
 
 // Step 1b: a second walk sums e^(x - max). Subtracting the max keeps every exponent <= 0, so e^x
 // cannot overflow however large x is (the "safe" softmax); expf is the accurate, slow exponential.
+// One thread adds all K terms: a plain float sum drifts by up to ~K * 2^-24 (2.7e-3 at K = 600001 on
+// tied inputs, README § step 1), so Kahan's compensation carries each add's rounding error forward.
 template <class T>
 __global__ void softmax_three_kernels_sum(const T* x, std::int64_t rows, int cols, float scale, const float* row_max,
                                           float* row_sum) {
   const std::int64_t r = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x;
   if (r >= rows) return;
-  float s = 0.f;
-  for (int c = 0; c < cols; ++c) s += expf(kl::to_float(x[r * cols + c]) * scale - row_max[r]);
+  float s = 0.f, lost = 0.f;  // lost: what the last add rounded away
+  for (int c = 0; c < cols; ++c) {
+    const float term = expf(kl::to_float(x[r * cols + c]) * scale - row_max[r]) - lost;
+    const float t = s + term;
+    lost = (t - s) - term;
+    s = t;
+  }
   row_sum[r] = s;
 }
 
@@ -426,9 +448,45 @@ inline int fullest_block(const std::array<int, 4>& blocks_per_sm) {
   return best;
 }
 
+// Loads each thread keeps in flight in the caching pass of steps 3 and 6: 4 packs of 16 bytes, or 8
+// single elements (odd K, unaligned views).
+template <int Pack>
+constexpr int kCacheBatch = Pack == 1 ? 8 : 4;
+
+// The caching pass of steps 3 and 6: copies n elements (a multiple of Pack) from src to the shared
+// memory at cache and returns this thread's max of them times scale. Each thread issues a batch of
+// loads before it uses any, so 64 bytes per thread are on their way at once instead of 16: one pack
+// at a time could not cover the HBM latency (step 3 at K = 2048 f32 ran at 59 % of copy).
+// Thread t still touches packs t, t + kThreads, ...: each thread only ever reads back its own packs.
+template <int Pack, int kThreads, class T>
+__device__ __forceinline__ float cache_and_max(const T* __restrict__ src, T* cache, int n, float scale) {
+  constexpr int kBatch = kCacheBatch<Pack>;
+  float m = -INFINITY;
+  for (int first = threadIdx.x * Pack; first < n; first += kBatch * kThreads * Pack) {
+    kl::Pack<T, Pack> raw[kBatch];
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int c = first + b * kThreads * Pack;
+      if (c < n) raw[b] = kl::load_raw<Pack>(src + c);
+    }
+#pragma unroll
+    for (int b = 0; b < kBatch; ++b) {
+      const int c = first + b * kThreads * Pack;
+      if (c < n) {
+        kl::store_raw(cache + c, raw[b]);
+        float v[Pack];
+        kl::to_floats(raw[b], v);
+#pragma unroll
+        for (int i = 0; i < Pack; ++i) m = max_nan(m, v[i] * scale);
+      }
+    }
+  }
+  return m;
+}
+
 // Step 3: a block owns a row; its one pass over global memory keeps the row in shared memory, and
 // the max, sum and store passes read it from there. One read, one write, for rows of any length
-// up to the shared memory of a block; each thread only ever touches its own packs of the cache.
+// up to the shared memory of a block.
 template <class T, int Pack, int kThreads>
 __global__ void __launch_bounds__(kThreads)
     softmax_block_cached(const T* __restrict__ x, T* __restrict__ y, std::int64_t rows, int cols, float scale) {
@@ -437,16 +495,7 @@ __global__ void __launch_bounds__(kThreads)
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* xr = x + row * cols;
     T* yr = y + row * cols;
-    float m = -INFINITY;
-    for (int c = threadIdx.x * Pack; c < cols; c += kThreads * Pack) {
-      const kl::Pack<T, Pack> raw = kl::load_raw<Pack>(xr + c);
-      kl::store_raw(cache + c, raw);
-      float v[Pack];
-      kl::to_floats(raw, v);
-#pragma unroll
-      for (int i = 0; i < Pack; ++i) m = max_nan(m, v[i] * scale);
-    }
-    m = kl::block_allreduce<kThreads, kl::MaxOp>(m);
+    const float m = kl::block_allreduce<kThreads, kl::MaxOp>(cache_and_max<Pack, kThreads>(xr, cache, cols, scale));
     float s = 0.f;
     for (int c = threadIdx.x * Pack; c < cols; c += kThreads * Pack) {
       float v[Pack];
@@ -655,16 +704,7 @@ __global__ void __launch_bounds__(kThreads)
   const int n = cols - begin < part ? cols - begin : part;  // the last part may be short (never empty)
   const T* xr = x + row * cols + begin;
   T* yr = y + row * cols + begin;
-  float m = -INFINITY;
-  for (int c = threadIdx.x * Pack; c < n; c += kThreads * Pack) {
-    const kl::Pack<T, Pack> raw = kl::load_raw<Pack>(xr + c);
-    kl::store_raw(cache + c, raw);
-    float v[Pack];
-    kl::to_floats(raw, v);
-#pragma unroll
-    for (int i = 0; i < Pack; ++i) m = max_nan(m, v[i] * scale);
-  }
-  m = kl::block_allreduce<kThreads, kl::MaxOp>(m);
+  const float m = kl::block_allreduce<kThreads, kl::MaxOp>(cache_and_max<Pack, kThreads>(xr, cache, n, scale));
   float s = 0.f;
   for (int c = threadIdx.x * Pack; c < n; c += kThreads * Pack) {
     float v[Pack];
@@ -760,7 +800,8 @@ inline std::string cudnn_support(const Problem& p, const DeviceCaps&) {
 
 // ---- step 7: the dispatcher -----------------------------------------------------------------------
 
-// Initial thresholds, from reasoning (README § dispatcher); the H100 sweep tunes them.
+// Thresholds from the H100 sweep (README § step 7 has the table): registers win up to K = 1024 (and
+// 2048 with 8-element packs), the shared-memory cache up to 32 KiB rows, a cluster from 64 KiB rows.
 constexpr std::int64_t kWarpPickCols = 1024;       // warp per row up to here (to 2048 with 8-element packs)
 constexpr std::int64_t kCachedPickBytes = 48 << 10;  // smem-cached block per row up to this row size
 

@@ -82,8 +82,10 @@ void check_all_steps(const std::vector<float>& xq, std::int64_t rows, std::int64
   const lesson04::Tolerance tol = lesson04::tolerance(d);
   const std::vector<double> ref = lesson04::ref_softmax(xq, rows, cols, scale);
   for (int i : steps_for(rows, cols, d, scale, library)) {
-    CAPTURE(kSteps[i].name);
-    CAPTURE(lesson04::dtype_name(d));
+    const std::string step = kSteps[i].name;  // CAPTURE of a char* would print the pointer
+    CAPTURE(step);
+    const std::string dtype = lesson04::dtype_name(d);
+    CAPTURE(dtype);
     CAPTURE(rows);
     CAPTURE(cols);
     std::vector<float> y;
@@ -207,13 +209,19 @@ TEST_CASE("tolerance: the reference rounded to each dtype passes, an error of 1%
   const auto x = kl::normal_floats(rows * cols, 0, 2, kl::seed_for(43));
   const auto ref = lesson04::ref_softmax(x, rows, cols);
   for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
-    CAPTURE(lesson04::dtype_name(d));
+    const std::string dtype = lesson04::dtype_name(d);
+    CAPTURE(dtype);
     std::vector<float> rounded(ref.size()), wrong(ref.size());
+    const lesson04::Tolerance tol = lesson04::tolerance(d);
     lesson04::with_type(d, [&](auto t) {
       using T = decltype(t);
-      for (std::size_t i = 0; i < ref.size(); ++i) rounded[i] = kl::to_float(kl::from_float<T>(static_cast<float>(ref[i])));
+      std::vector<T> in_type(ref.size());
+      for (std::size_t i = 0; i < ref.size(); ++i) {
+        in_type[i] = kl::from_float<T>(static_cast<float>(ref[i]));
+        rounded[i] = kl::to_float(in_type[i]);
+      }
+      CHECK(lesson04::max_error(in_type, ref, tol) == lesson04::max_error(rounded, ref, tol));  // T read as float
     });
-    const lesson04::Tolerance tol = lesson04::tolerance(d);
     CHECK(lesson04::max_error(rounded, ref, tol) <= tol.rel);
     for (std::size_t i = 0; i < ref.size(); ++i) wrong[i] = static_cast<float>(ref[i] * 1.01);
     CHECK(lesson04::max_error(wrong, ref, tol) > tol.rel);
@@ -331,7 +339,8 @@ TEST_SUITE("gpu") {
   TEST_CASE("K = 1 gives exactly 1 whatever the input") {
     const std::vector<float> x = {-1e4f, 0.f, 3.f, 1e4f, -7.5f};
     for (int i : steps_for(5, 1, Dtype::f32, 1.f, false)) {
-      CAPTURE(kSteps[i].name);
+      const std::string step = kSteps[i].name;
+      CAPTURE(step);
       CHECK(run_step<float>(kSteps[i], x, 5, 1) == std::vector<float>(5, 1.f));
       CHECK(run_step<__half>(kSteps[i], x, 5, 1) == std::vector<float>(5, 1.f));
     }
@@ -362,7 +371,8 @@ TEST_SUITE("gpu") {
       for (std::int64_t c = 0; c < cols; ++c) x[1 * cols + c] = -INFINITY;  // row 1: all masked
       const auto ref = lesson04::ref_softmax(x, rows, cols);
       for (int i : steps_for(rows, cols, Dtype::f32, 1.f, false)) {
-        CAPTURE(kSteps[i].name);
+        const std::string step = kSteps[i].name;
+        CAPTURE(step);
         CAPTURE(cols);
         const auto y = run_step<float>(kSteps[i], x, rows, cols, 1.f, 0x3C);  // finite poison: NaN must be written
         CHECK(lesson04::max_error(y, ref, lesson04::tolerance(Dtype::f32)) <= 1e-4);
@@ -383,7 +393,8 @@ TEST_SUITE("gpu") {
       auto x = kl::normal_floats(rows * cols, 0, 2, kl::seed_for(48 + cols));
       x[2 * cols + cols / 2] = NAN;
       for (int i : steps_for(rows, cols, Dtype::f32, 1.f, false)) {
-        CAPTURE(kSteps[i].name);
+        const std::string step = kSteps[i].name;
+        CAPTURE(step);
         CAPTURE(cols);
         for (Dtype d : {Dtype::f32, Dtype::bf16}) {
           lesson04::with_type(d, [&](auto t) {
@@ -424,7 +435,8 @@ TEST_SUITE("gpu") {
 
   TEST_CASE("M = 0 or K = 0: nothing is launched and the output is untouched") {
     for (const auto& st : kSteps) {
-      CAPTURE(st.name);
+      const std::string step = st.name;
+      CAPTURE(step);
       for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{0, 100}, {100, 0}, {0, 0}}) {
         kl::DeviceBuffer<float> x(128), y(128);
         y.poison(0x3C);
