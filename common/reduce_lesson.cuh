@@ -28,6 +28,9 @@ struct SumStep {
   SumLauncher launch;
   bool library;
   bool deterministic;  // same bits every run (no float atomics, whose order varies)
+  // Adds all n elements into one float, one after another: its rounding error grows like n·ε, and
+  // once the sum is 2^24 times a term, adding that term changes nothing (it is under half an ulp).
+  bool one_accumulator = false;
 };
 
 struct SumLesson {

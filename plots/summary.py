@@ -10,8 +10,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import klplot  # noqa: E402
 
 
-def summarize(lesson, rows, shape):
-    rows = [r for r in klplot.latest(rows) if r["shape"] == shape]
+def summarize(lesson, rows, shape, dtype=None):
+    rows = [r for r in klplot.latest(rows) if r["shape"] == shape and dtype in (None, r["dtype"])]
     if not rows:
         return f"{lesson}: no rows at {shape}"
     ok = [r for r in rows if not klplot.failed(r)]
@@ -38,8 +38,9 @@ def summarize(lesson, rows, shape):
 def main(out_dir):
     for csv_path in sorted(glob.glob(os.path.join(out_dir, "lesson[0-9][0-9].csv"))):
         lesson = os.path.basename(csv_path)[:-4]
-        shape = importlib.import_module(lesson).DEFAULT_SHAPE
-        print(summarize(lesson, klplot.read_rows(csv_path), shape))
+        module = importlib.import_module(lesson)
+        dtype = getattr(module, "DEFAULT_DTYPE", None)  # lessons that sweep several dtypes name theirs
+        print(summarize(lesson, klplot.read_rows(csv_path), module.DEFAULT_SHAPE, dtype))
 
 
 if __name__ == "__main__":

@@ -88,8 +88,8 @@ inline void launch_block_atomic(const float* x, std::size_t n, float* out, Scrat
 }
 
 inline constexpr kl::SumStep kSteps[] = {
-    {"one_thread", "one thread reads and adds all n values", launch_one_thread, false, true},
-    {"atomic_per_element", "every thread atomicAdds its element into the result", launch_atomic_per_element, false, false},
+    {"one_thread", "one thread reads and adds all n values", launch_one_thread, false, true, true},
+    {"atomic_per_element", "every thread atomicAdds its element into the result", launch_atomic_per_element, false, false, true},
     {"grid_stride", "grid-stride partial per thread, one atomicAdd per thread", launch_grid_stride, false, false},
     {"block_atomic", "shared-memory block sum, one atomicAdd per block", launch_block_atomic, false, false},
     {"cub", "cub::DeviceReduce::Sum", kl::launch_cub_sum, true, true},

@@ -46,6 +46,12 @@ TEST_CASE("premise of the tolerance: a sequential float sum of uniform[-1,1] dat
   CHECK_FALSE(kl::sum_close(s - v[17], ref, n));
 }
 
+TEST_CASE("premise of the large-magnitude check: one float accumulator of 1e30s stalls at 2^124") {
+  float s = 0.f;
+  for (int i = 0; i < (1 << 26); ++i) s += 1e30f;  // the true sum is 6.7e37
+  CHECK(s == std::ldexp(1.0f, 124));               // 2.13e37: then 1e30 is under half an ulp
+}
+
 TEST_SUITE("gpu") {
   TEST_CASE("the reduction checks every lesson runs (common/sum_checks.hpp)") { kl::sum_checks::all(lesson01::kLesson); }
 }
