@@ -15,7 +15,9 @@ class DeviceBuffer {
   DeviceBuffer() = default;
   explicit DeviceBuffer(std::size_t n) { resize(n); }
   explicit DeviceBuffer(const std::vector<T>& host) { upload(host); }
-  ~DeviceBuffer() { cudaFree(ptr_); }
+  ~DeviceBuffer() {
+    if (ptr_) cudaFree(ptr_);
+  }
   DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), n_(std::exchange(o.n_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     std::swap(ptr_, o.ptr_);
@@ -28,7 +30,7 @@ class DeviceBuffer {
   // Reallocates (contents lost) only when the buffer must grow.
   void resize(std::size_t n) {
     if (n <= n_ && ptr_ != nullptr) return;
-    CUDA_CHECK(cudaFree(ptr_));
+    if (ptr_) CUDA_CHECK(cudaFree(ptr_));  // not even a null free while a stream is being captured
     ptr_ = nullptr;
     n_ = 0;
     CUDA_CHECK(cudaMalloc(&ptr_, (n > 0 ? n : 1) * sizeof(T)));

@@ -355,13 +355,19 @@ inline WarpShape warp_shape(std::int64_t cols, int pack) {
   return {32, next_pow2((packs_in_row + 31) / 32)};
 }
 
+// Blocks of step 2 that must fit on an SM, by floats per lane (the register budget it implies):
+// up to 32 floats, 8 blocks = 1024 threads at <= 64 registers (<float, 4, 8> took 80 registers and
+// kept 768 threads); a 64-float row slice needs ~128 registers whatever we ask, so no bound there.
+constexpr int warp_min_blocks(int floats_per_lane) { return floats_per_lane <= 32 ? 8 : 6; }
+
 // Step 2: a warp (or a group of lanes, for short rows) owns a row: one coalesced pass of 16-byte
 // loads into registers, max and sum by shuffles, one pass of stores. One read, one write, no
 // shared memory, no __syncthreads.
 template <class T, int Pack, int kPacks>
-__global__ void __launch_bounds__(kWarpBlock)
+__global__ void __launch_bounds__(kWarpBlock, warp_min_blocks(kPacks * Pack))
     softmax_warp_per_row(const T* __restrict__ x, T* __restrict__ y, std::int64_t rows, int cols, float scale,
-                         int lanes) {
+                         int lanes_arg) {
+  const int lanes = kPacks > 1 ? 32 : lanes_arg;  // a row of more than one pack per lane spans the warp
   const int lane = threadIdx.x % 32;
   const int sub = lane % lanes;  // this lane's place in its row
   const int rows_per_warp = 32 / lanes;
@@ -438,6 +444,11 @@ inline void launch_warp_per_row(const Problem& p, Workspace&, cudaStream_t s) {
 
 constexpr std::array<int, 4> kBlockSizes = {128, 256, 512, 1024};
 
+// Threads an H100 SM keeps resident at most (64 warps). Steps 3 and 6 ask the compiler for
+// __launch_bounds__(kThreads, kFullSmThreads / kThreads), i.e. at most 32 registers a thread, so that
+// registers never cap residency below what shared memory allows (see "Keep loads in flight").
+constexpr int kFullSmThreads = 2048;
+
 // Of the block sizes, the smallest that keeps the most threads resident per SM, given how many
 // blocks of each fit (occupancy). Smaller blocks at the same occupancy mean more blocks per SM,
 // whose load, reduce and store phases overlap.
@@ -448,14 +459,15 @@ inline int fullest_block(const std::array<int, 4>& blocks_per_sm) {
   return best;
 }
 
-// Loads each thread keeps in flight in the caching pass of steps 3 and 6: 4 packs of 16 bytes, or 8
-// single elements (odd K, unaligned views).
+// Loads each thread keeps in flight in the caching pass of steps 3 and 6: 2 packs of 16 bytes, or 8
+// single elements (odd K, unaligned views). 2 x 16 B x 2048 threads = 64 KB in flight per SM covers
+// the HBM latency; 4 packs (run 5) needed 40-48 registers and cost residency (README § step 3).
 template <int Pack>
-constexpr int kCacheBatch = Pack == 1 ? 8 : 4;
+constexpr int kCacheBatch = Pack == 1 ? 8 : 2;
 
 // The caching pass of steps 3 and 6: copies n elements (a multiple of Pack) from src to the shared
 // memory at cache and returns this thread's max of them times scale. Each thread issues a batch of
-// loads before it uses any, so 64 bytes per thread are on their way at once instead of 16: one pack
+// loads before it uses any, so 32 bytes per thread are on their way at once instead of 16: one pack
 // at a time could not cover the HBM latency (step 3 at K = 2048 f32 ran at 59 % of copy).
 // Thread t still touches packs t, t + kThreads, ...: each thread only ever reads back its own packs.
 template <int Pack, int kThreads, class T>
@@ -488,7 +500,7 @@ __device__ __forceinline__ float cache_and_max(const T* __restrict__ src, T* cac
 // the max, sum and store passes read it from there. One read, one write, for rows of any length
 // up to the shared memory of a block.
 template <class T, int Pack, int kThreads>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kFullSmThreads / kThreads)
     softmax_block_cached(const T* __restrict__ x, T* __restrict__ y, std::int64_t rows, int cols, float scale) {
   extern __shared__ __align__(16) unsigned char smem[];
   T* cache = reinterpret_cast<T*>(smem);
@@ -691,7 +703,7 @@ inline std::int64_t cluster_part(std::int64_t cols, int size, int pack) {
 // its part (one read), they swap their partial (max, sum) through distributed shared memory and
 // combine them, and each writes its part (one write). Rows of up to 8 x 227 KiB.
 template <class T, int Pack, int kThreads>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kFullSmThreads / kThreads)
     softmax_cluster(const T* __restrict__ x, T* __restrict__ y, int cols, float scale, int part) {
 #if __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
@@ -800,18 +812,39 @@ inline std::string cudnn_support(const Problem& p, const DeviceCaps&) {
 
 // ---- step 7: the dispatcher -----------------------------------------------------------------------
 
-// Thresholds from the H100 sweep (README § step 7 has the table): registers win up to K = 1024 (and
-// 2048 with 8-element packs), the shared-memory cache up to 32 KiB rows, a cluster from 64 KiB rows.
-constexpr std::int64_t kWarpPickCols = 1024;       // warp per row up to here (to 2048 with 8-element packs)
-constexpr std::int64_t kCachedPickBytes = 48 << 10;  // smem-cached block per row up to this row size
+// The dispatcher's thresholds, all of them, per dtype. They come from the H100 sweep of run 5 (README
+// § step 7 has the table; GB/s, copy ~2940) and the register fixes made after it:
+//  - registers (step 2) up to 2048 elements with 16-byte packs (64 floats a lane, 80 registers now,
+//    was 128: f32 2048 ran 2323 vs 2229 cached; f16 2048 2013 vs 1332), up to 1024 with narrower packs;
+//  - shared memory (step 3) for f32 rows up to 32 KiB (K = 8192 ran 2781 in run 3 with 2048 threads
+//    resident, 1833 in run 5 with 1536: the 32-register bound restores 2048), for 16-bit rows only up
+//    to 16 KiB (f16 K = 16384, a 32 KiB row, ran 777 cached against 2352 in a cluster);
+//  - a cluster (step 6) for longer rows on sm_90, the cache if it still fits elsewhere, else step 5.
+// Step 4 is never picked: at 8 KiB rows it led run 5 by 60-300 GB/s, but only while step 3 had
+// 1536 threads resident; step 3 does the same with one read.
+struct DispatchLimits {
+  std::int64_t warp_cols_wide;    // step 2 up to this K with 16-byte packs
+  std::int64_t warp_cols_narrow;  // ... and up to this K with packs of 1 or 2 elements (8 bytes or less)
+  std::int64_t cached_bytes;      // step 3 up to this row size in bytes
+};
+constexpr DispatchLimits kDispatchF32{2048, 1024, 32 << 10};
+constexpr DispatchLimits kDispatch16Bit{2048, 1024, 16 << 10};  // f16 and bf16
+
+static_assert(kDispatchF32.warp_cols_wide <= kWarpMaxCols && kDispatch16Bit.warp_cols_wide <= kWarpMaxCols,
+              "step 2 cannot take rows longer than kWarpMaxCols");
+
+inline const DispatchLimits& dispatch_limits(Dtype dtype) {
+  return dtype == Dtype::f32 ? kDispatchF32 : kDispatch16Bit;
+}
 
 // The step (2 to 6) the dispatcher runs for rows of `cols` elements of `dtype` moved in packs of `pack`.
-// Step 4 is never picked: step 5 does the same work with one read fewer.
 inline int choose_step(std::int64_t cols, Dtype dtype, int pack, const DeviceCaps& caps) {
-  if (cols <= kWarpPickCols || (pack == 8 && cols <= kWarpMaxCols)) return 2;
+  const DispatchLimits& lim = dispatch_limits(dtype);
+  const bool wide = pack * dtype_bytes(dtype) == 16;
+  if (cols <= (wide ? lim.warp_cols_wide : lim.warp_cols_narrow)) return 2;
   const Problem p{nullptr, nullptr, 1, cols, dtype, 1.f};
   const std::int64_t row = cols * dtype_bytes(dtype);
-  if (row <= kCachedPickBytes) return 3;
+  if (row <= lim.cached_bytes) return 3;
   if (cluster_support(p, caps).empty()) return 6;
   if (cached_support(p, caps).empty()) return 3;
   return 5;
@@ -884,10 +917,18 @@ inline void launch_dispatch(const Problem& p, Workspace& ws, cudaStream_t s) {
 // The public API: softmax(x * scale) of each row of a rows x cols matrix, through the dispatcher.
 // Returns without launching anything when rows or cols is 0.
 template <class T>
-void softmax(const T* x, T* y, std::int64_t rows, std::int64_t cols, float scale = 1.f, cudaStream_t s = nullptr) {
+void softmax(const T* x, T* y, std::int64_t rows, std::int64_t cols, Workspace& ws, float scale = 1.f,
+             cudaStream_t s = nullptr) {
   if (cols > INT_MAX) throw kl::UsageError("softmax: rows longer than 2^31 - 1 elements are not supported");
-  Workspace ws;  // the dispatcher's steps need no scratch
   launch_dispatch(Problem{x, y, rows, cols, dtype_of<T>(), scale}, ws, s);
+}
+
+// The same with a workspace of its own. Pass one in to capture the call in a CUDA graph: the
+// first call for a shape may allocate, and allocation is not allowed during a capture.
+template <class T>
+void softmax(const T* x, T* y, std::int64_t rows, std::int64_t cols, float scale = 1.f, cudaStream_t s = nullptr) {
+  Workspace ws;
+  softmax(x, y, rows, cols, ws, scale, s);
 }
 
 // ---- shapes ---------------------------------------------------------------------------------------

@@ -286,17 +286,29 @@ TEST_CASE("which steps say n/a: step 2 past 2048, step 3 past shared memory, ste
 
 TEST_CASE("the dispatcher: registers, then shared memory, then a cluster, online past that") {
   using lesson04::choose_step;
+  // The table of README § step 7 (H100 run 5), f32 and f16 with 16-byte packs, then pack 1.
   CHECK(choose_step(1, Dtype::f32, 1, kH100) == 2);
   CHECK(choose_step(32, Dtype::f32, 4, kH100) == 2);
   CHECK(choose_step(1024, Dtype::f32, 4, kH100) == 2);
-  CHECK(choose_step(2048, Dtype::f32, 4, kH100) == 3);
-  CHECK(choose_step(2048, Dtype::f16, 8, kH100) == 2);
-  CHECK(choose_step(2048, Dtype::f16, 1, kH100) == 3);  // unaligned: scalar loads, leave registers sooner
+  CHECK(choose_step(2048, Dtype::f32, 4, kH100) == 2);
   CHECK(choose_step(4096, Dtype::f32, 4, kH100) == 3);
-  CHECK(choose_step(12288, Dtype::f32, 4, kH100) == 3);
+  CHECK(choose_step(8192, Dtype::f32, 4, kH100) == 3);   // 32 KiB: still the cache in f32
+  CHECK(choose_step(12288, Dtype::f32, 4, kH100) == 6);
   CHECK(choose_step(16384, Dtype::f32, 4, kH100) == 6);
-  CHECK(choose_step(16384, Dtype::f16, 8, kH100) == 3);
   CHECK(choose_step(131072, Dtype::f32, 4, kH100) == 6);
+  CHECK(choose_step(2048, Dtype::f16, 8, kH100) == 2);
+  CHECK(choose_step(4096, Dtype::f16, 8, kH100) == 3);
+  CHECK(choose_step(8192, Dtype::f16, 8, kH100) == 3);   // 16 KiB
+  CHECK(choose_step(16384, Dtype::f16, 8, kH100) == 6);  // 32 KiB: a cluster in 16-bit types (run 5: 2352 vs 777)
+  CHECK(choose_step(16384, Dtype::bf16, 8, kH100) == 6);
+  CHECK(choose_step(12345, Dtype::f16, 1, kH100) == 3);  // 24 KiB: too short for a cluster, fits the cache
+  CHECK(choose_step(1000, Dtype::f32, 1, kH100) == 2);
+  CHECK(choose_step(1025, Dtype::f32, 1, kH100) == 3);   // narrow packs leave registers at 1024
+  CHECK(choose_step(2048, Dtype::f16, 1, kH100) == 3);   // unaligned: scalar loads, leave registers sooner
+  CHECK(choose_step(2048, Dtype::f32, 2, kH100) == 3);
+  CHECK(choose_step(4097, Dtype::f32, 1, kH100) == 3);
+  CHECK(choose_step(50257, Dtype::f32, 1, kH100) == 6);
+  CHECK(choose_step(50257, Dtype::f16, 1, kH100) == 6);
   CHECK(choose_step(600001, Dtype::f32, 1, kH100) == 5);
   CHECK(choose_step(16384, Dtype::f32, 4, kA100) == 3);  // no clusters: the cache while it fits
   CHECK(choose_step(65536, Dtype::f32, 4, kA100) == 5);
