@@ -820,15 +820,17 @@ inline std::string cudnn_support(const Problem& p, const DeviceCaps&) {
 //    resident, 1833 in run 5 with 1536: the 32-register bound restores 2048), for 16-bit rows only up
 //    to 16 KiB (f16 K = 16384, a 32 KiB row, ran 777 cached against 2352 in a cluster);
 //  - a cluster (step 6) for longer rows on sm_90, the cache if it still fits elsewhere, else step 5.
-// Step 4 is never picked: at 8 KiB rows it led run 5 by 60-300 GB/s, but only while step 3 had
-// 1536 threads resident; step 3 does the same with one read.
+//  - run 7 (after the register caps): 16-bit rows of 8-16 KiB in 16-byte packs run far better
+//    uncached (step 4): f16 K = 4096 2231 vs 1022 cached, K = 8192 2593 vs 909; f32 keeps step 3
+//    (K = 4096: 2732 vs 2681; K = 8192: 2434 vs 1727) and odd K keeps it too (f16 4097: 2200 vs 1846).
 struct DispatchLimits {
-  std::int64_t warp_cols_wide;    // step 2 up to this K with 16-byte packs
-  std::int64_t warp_cols_narrow;  // ... and up to this K with packs of 1 or 2 elements (8 bytes or less)
-  std::int64_t cached_bytes;      // step 3 up to this row size in bytes
+  std::int64_t warp_cols_wide;      // step 2 up to this K with 16-byte packs
+  std::int64_t warp_cols_narrow;    // ... and up to this K with packs of 1 or 2 elements (8 bytes or less)
+  std::int64_t uncached_wide_bytes; // then step 4 up to this row size in bytes, with 16-byte packs
+  std::int64_t cached_bytes;        // then step 3 up to this row size in bytes
 };
-constexpr DispatchLimits kDispatchF32{2048, 1024, 32 << 10};
-constexpr DispatchLimits kDispatch16Bit{2048, 1024, 16 << 10};  // f16 and bf16
+constexpr DispatchLimits kDispatchF32{2048, 1024, 0, 32 << 10};
+constexpr DispatchLimits kDispatch16Bit{2048, 1024, 16 << 10, 16 << 10};  // f16 and bf16
 
 static_assert(kDispatchF32.warp_cols_wide <= kWarpMaxCols && kDispatch16Bit.warp_cols_wide <= kWarpMaxCols,
               "step 2 cannot take rows longer than kWarpMaxCols");
@@ -844,6 +846,7 @@ inline int choose_step(std::int64_t cols, Dtype dtype, int pack, const DeviceCap
   if (cols <= (wide ? lim.warp_cols_wide : lim.warp_cols_narrow)) return 2;
   const Problem p{nullptr, nullptr, 1, cols, dtype, 1.f};
   const std::int64_t row = cols * dtype_bytes(dtype);
+  if (wide && row <= lim.uncached_wide_bytes) return 4;
   if (row <= lim.cached_bytes) return 3;
   if (cluster_support(p, caps).empty()) return 6;
   if (cached_support(p, caps).empty()) return 3;
@@ -903,7 +906,7 @@ inline constexpr SoftmaxStep kSteps[] = {
     {"block_uncached", "a block per row, three passes over global memory", launch_block_uncached, always, false},
     {"online", "a block per row, running (max, sum): two passes over global memory", launch_online, always, false},
     {"cluster", "a cluster of CTAs per row, partial (max, sum) via DSMEM (sm_90)", launch_cluster, cluster_support, false},
-    {"dispatch", "picks step 2, 3, 5 or 6 by row length, dtype and pack", launch_dispatch, always, false},
+    {"dispatch", "picks step 2, 3, 4, 5 or 6 by row length, dtype and pack", launch_dispatch, always, false},
     {"cudnn", "cudnnSoftmaxForward (ACCURATE, INSTANCE)", launch_cudnn, cudnn_support, true},
 };
 

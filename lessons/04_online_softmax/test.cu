@@ -284,7 +284,7 @@ TEST_CASE("which steps say n/a: step 2 past 2048, step 3 past shared memory, ste
   CHECK_FALSE(lesson04::cudnn_support(shape(1, 100, Dtype::f32, 0.5f), kH100).empty());
 }
 
-TEST_CASE("the dispatcher: registers, then shared memory, then a cluster, online past that") {
+TEST_CASE("the dispatcher: registers, then (16-bit) uncached or shared memory, then a cluster, online past that") {
   using lesson04::choose_step;
   // The table of README § step 7 (H100 run 5), f32 and f16 with 16-byte packs, then pack 1.
   CHECK(choose_step(1, Dtype::f32, 1, kH100) == 2);
@@ -297,8 +297,9 @@ TEST_CASE("the dispatcher: registers, then shared memory, then a cluster, online
   CHECK(choose_step(16384, Dtype::f32, 4, kH100) == 6);
   CHECK(choose_step(131072, Dtype::f32, 4, kH100) == 6);
   CHECK(choose_step(2048, Dtype::f16, 8, kH100) == 2);
-  CHECK(choose_step(4096, Dtype::f16, 8, kH100) == 3);
-  CHECK(choose_step(8192, Dtype::f16, 8, kH100) == 3);   // 16 KiB
+  CHECK(choose_step(4096, Dtype::f16, 8, kH100) == 4);   // 8 KiB in 16-byte packs: uncached (run 7)
+  CHECK(choose_step(8192, Dtype::f16, 8, kH100) == 4);   // 16 KiB
+  CHECK(choose_step(4097, Dtype::f16, 1, kH100) == 3);   // odd K: the cache
   CHECK(choose_step(16384, Dtype::f16, 8, kH100) == 6);  // 32 KiB: a cluster in 16-bit types (run 5: 2352 vs 777)
   CHECK(choose_step(16384, Dtype::bf16, 8, kH100) == 6);
   CHECK(choose_step(12345, Dtype::f16, 1, kH100) == 3);  // 24 KiB: too short for a cluster, fits the cache
