@@ -1,0 +1,533 @@
+// Lesson 05 checks. CPU cases: the keys' order, the reference and its checker, K rounding, argument
+// validation, the dispatcher's choices and step 5's slices, the step table, the sweep. The "gpu"
+// suite runs every step (and the dispatcher) on fresh logits in all three dtypes and many shapes
+// and K, outputs poisoned, against the float64 reference; then the special values: ties, -inf,
+// NaN, +inf; unaligned views; R = 1 and R = 10^5; bad K; graph capture; the public API.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/random.hpp"
+#include "lessons/05_topk_fusion/topk.cuh"
+
+using lesson05::Dtype;
+using lesson05::kSteps;
+
+namespace {
+
+constexpr int kH100Sms = 132;
+
+// Rounds to T and back, so the reference sees what the GPU reads.
+template <class T>
+std::vector<float> quantize(std::vector<float> v) {
+  for (auto& x : v) x = kl::to_float(kl::from_float<T>(x));
+  return v;
+}
+
+struct Output {
+  std::vector<float> prob;
+  std::vector<int> idx;
+};
+
+// Runs one step on x (rows x vocab, already rounded to T) with its outputs poisoned (`poison`
+// bytes); `offset` elements shift the logits' pointer (an unaligned view).
+template <class T>
+Output run_step(const lesson05::TopkStep& st, const std::vector<float>& x, std::int64_t rows, int vocab, int k,
+                int poison = 0xFF, std::size_t offset = 0) {
+  std::vector<T> xt(x.size() + offset);
+  for (std::size_t i = 0; i < x.size(); ++i) xt[offset + i] = kl::from_float<T>(x[i]);
+  const kl::DeviceBuffer<T> dx(xt);
+  const auto out = static_cast<std::size_t>(rows * k);
+  kl::DeviceBuffer<float> prob(out);
+  kl::DeviceBuffer<int> idx(out);
+  prob.poison(poison);
+  idx.poison(poison);
+  lesson05::Workspace ws;
+  lesson05::run_step(st, {dx.data() + offset, prob.data(), idx.data(), rows, vocab, k, lesson05::dtype_of<T>()}, ws,
+                     nullptr);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return {prob.download(out), idx.download(out)};
+}
+
+// Every step on one input against one reference: exact indices for the fused steps.
+template <class T>
+void check_all_steps(const std::vector<float>& xq, std::int64_t rows, int vocab, int k, std::size_t offset = 0) {
+  const lesson05::Reference ref = lesson05::reference(xq, rows, vocab, k);
+  for (const auto& st : kSteps) {
+    const std::string step = st.name, dtype = lesson05::dtype_name(lesson05::dtype_of<T>());
+    CAPTURE(step);
+    CAPTURE(dtype);
+    CAPTURE(rows);
+    CAPTURE(vocab);
+    CAPTURE(k);
+    Output got;
+    try {
+      got = run_step<T>(st, xq, rows, vocab, k, 0xFF, offset);
+    } catch (const lesson05::NotSupported&) {
+      CHECK(!st.fused);  // only step 1 may turn a shape down
+      continue;
+    }
+    const lesson05::Tolerance tol = lesson05::tolerance(st.fused ? Dtype::f32 : lesson05::dtype_of<T>());
+    CHECK(lesson05::max_error(got.prob, got.idx, ref, xq, tol, st.fused) <= tol.rel);
+  }
+}
+
+// Shapes from DESIGN.md's list: a row shorter than a warp, awkward lengths (not multiples of the
+// 4- or 8-element pack), vocabularies, the longest V the issue names; KL_SANITIZE=1 keeps small ones.
+std::vector<std::pair<std::int64_t, int>> test_shapes() {
+  if (std::getenv("KL_SANITIZE")) return {{1, 1}, {3, 31}, {9, 33}, {4, 1000}, {2, 4097}, {2, 9001}};
+  return {{1, 1},     {3, 2},     {5, 31},     {7, 33},     {64, 100},   {9, 1000},   {4, 1024},
+          {300, 4096}, {3, 4097}, {2, 12345}, {3, 32000}, {3, 50257}, {2, 65536}, {1, 128256}, {2, 262144}};
+}
+
+std::vector<int> test_ks(int vocab) {
+  std::vector<int> ks;
+  for (int k : {1, 2, 5, 10, 32, 50, 64})
+    if (k <= vocab && (!std::getenv("KL_SANITIZE") || k == 1 || k == 5 || k == 64)) ks.push_back(k);
+  return ks;
+}
+
+template <class T>
+void every_step_every_shape() {
+  for (const auto& [rows, vocab] : test_shapes()) {
+    for (int k : test_ks(vocab)) {
+      const auto seed = kl::seed_for(static_cast<std::uint64_t>(rows * 1000003 + vocab * 101 + k));
+      check_all_steps<T>(quantize<T>(kl::normal_floats(rows * vocab, 0.0, 2.0, seed)), rows, vocab, k);
+    }
+  }
+}
+
+// The shapes the special-value cases use: each step's code paths (head, packs, tail; slices).
+const std::vector<std::pair<std::int64_t, int>> kSpecialShapes = {{4, 7}, {4, 33}, {4, 1000}, {4, 4097}, {4, 20011}};
+
+}  // namespace
+
+TEST_CASE("the step table: unique names, unfused first, the dispatcher last") {
+  std::set<std::string> names;
+  for (const auto& st : kSteps) {
+    CHECK(names.insert(st.name).second);
+    CHECK((st.launch != nullptr));
+  }
+  CHECK(std::size(kSteps) == 6);
+  CHECK_FALSE(kSteps[0].fused);
+  for (std::size_t i = 1; i < std::size(kSteps); ++i) CHECK(kSteps[i].fused);
+  CHECK(std::string(kSteps[lesson05::kDispatchStep - 1].name) == "dispatch");
+}
+
+TEST_CASE("keys rank by logit, then by the lower index, NaN first, -0 equal to +0, and decode back") {
+  const float inf = INFINITY;
+  const std::vector<float> values = {NAN, inf, 1e30f, 3.f, 1.f, 1e-40f, 0.f, -0.f, -1e-40f, -2.f, -1e30f, -inf};
+  for (std::size_t a = 0; a < values.size(); ++a) {
+    for (std::size_t b = 0; b < values.size(); ++b) {
+      for (int ia : {0, 7, 50000}) {
+        for (int ib : {1, 7, 262143}) {
+          if (a == b && ia == ib) continue;
+          CAPTURE(values[a]);
+          CAPTURE(values[b]);
+          CHECK((lesson05::make_key(values[a], ia) > lesson05::make_key(values[b], ib)) ==
+                lesson05::ranks_before(values[a], ia, values[b], ib));
+        }
+      }
+    }
+  }
+  for (float v : values) {
+    const lesson05::Key key = lesson05::make_key(v, 12345);
+    CHECK(lesson05::key_index(key) == 12345);
+    if (std::isnan(v)) CHECK(std::isnan(lesson05::key_value(key)));
+    else CHECK(lesson05::key_value(key) == v);
+    CHECK(key > 0);  // 0 is the empty slot, below every real key
+  }
+  CHECK(std::isnan(lesson05::key_value(0)));  // an empty slot's threshold: nothing is rejected yet
+}
+
+TEST_CASE("K rounds up to the compiled list lengths 1, 2, 4, ..., 64") {
+  CHECK(lesson05::round_k(1) == 1);
+  CHECK(lesson05::round_k(2) == 2);
+  CHECK(lesson05::round_k(3) == 4);
+  CHECK(lesson05::round_k(5) == 8);
+  CHECK(lesson05::round_k(10) == 16);
+  CHECK(lesson05::round_k(32) == 32);
+  CHECK(lesson05::round_k(33) == 64);
+  CHECK(lesson05::round_k(50) == 64);
+  CHECK(lesson05::round_k(64) == 64);
+  int seen = 0;
+  lesson05::with_kc(50, [&](auto kc) { seen = kc(); });
+  CHECK(seen == 64);
+}
+
+TEST_CASE("validate: K from 1 to 64 and at most V, R not negative") {
+  const auto problem = [](std::int64_t rows, int vocab, int k) {
+    return lesson05::Problem{nullptr, nullptr, nullptr, rows, vocab, k, Dtype::f32};
+  };
+  CHECK_NOTHROW(lesson05::validate(problem(4, 100, 10)));
+  CHECK_NOTHROW(lesson05::validate(problem(0, 64, 64)));
+  CHECK_NOTHROW(lesson05::validate(problem(1, 1, 1)));
+  CHECK_THROWS_AS(lesson05::validate(problem(4, 5, 10)), kl::UsageError);  // K > V
+  CHECK_THROWS_AS(lesson05::validate(problem(4, 100, 0)), kl::UsageError);
+  CHECK_THROWS_AS(lesson05::validate(problem(4, 100, 65)), kl::UsageError);
+  CHECK_THROWS_AS(lesson05::validate(problem(-1, 100, 1)), kl::UsageError);
+  CHECK_THROWS_AS(lesson05::validate(problem(4, 0, 1)), kl::UsageError);
+}
+
+TEST_CASE("reference: sorted descending, ties by the lower index, probabilities of the whole row") {
+  const std::vector<float> x = {1.f, 3.f, 2.f, 3.f, -1.f, 3.f, 0.f, 2.f};
+  const lesson05::Reference ref = lesson05::reference(x, 1, 8, 5);
+  CHECK(ref.idx == std::vector<int>{1, 3, 5, 2, 7});
+  double s = 0;
+  for (float v : x) s += std::exp(v - 3.0);
+  CHECK(ref.prob[0] == doctest::Approx(1.0 / s).epsilon(1e-14));
+  CHECK(ref.prob[3] == doctest::Approx(std::exp(-1.0) / s).epsilon(1e-14));
+  CHECK(ref.prob[0] == ref.prob[2]);
+  // a big random row: the first k of a full stable sort, each probability = the row's softmax
+  const int vocab = 5000, k = 64;
+  const auto y = kl::integer_floats(2 * vocab, -5, 5, kl::seed_for(501));  // many ties
+  const lesson05::Reference r2 = lesson05::reference(y, 2, vocab, k);
+  for (int row = 0; row < 2; ++row) {
+    std::vector<int> order(vocab);
+    for (int i = 0; i < vocab; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return y[row * vocab + a] > y[row * vocab + b]; });
+    for (int j = 0; j < k; ++j) {
+      CHECK(r2.idx[row * k + j] == order[j]);
+      CHECK(r2.prob[row * k + j] == doctest::Approx(r2.p(y, row, order[j])).epsilon(1e-15));
+    }
+  }
+}
+
+TEST_CASE("reference: NaN ranks first and makes the row NaN, -inf ranks last with p = 0, only -inf is NaN") {
+  const float inf = INFINITY;
+  const std::vector<float> x = {1.f, NAN, 2.f, NAN,                 // row 0: NaN positions first
+                                -inf, 1.f, -inf, -inf,             // row 1: one finite value
+                                -inf, -inf, -inf, -inf,            // row 2: only -inf
+                                0.f, inf, 5.f, 1.f};               // row 3: +inf
+  const lesson05::Reference ref = lesson05::reference(x, 4, 4, 3);
+  CHECK(ref.idx == std::vector<int>{1, 3, 2, /**/ 1, 0, 2, /**/ 0, 1, 2, /**/ 1, 2, 3});
+  for (int j = 0; j < 3; ++j) CHECK(std::isnan(ref.prob[j]));
+  CHECK(ref.prob[3] == 1.0);
+  CHECK(ref.prob[4] == 0.0);
+  CHECK(ref.prob[5] == 0.0);
+  for (int j = 6; j < 12; ++j) CHECK(std::isnan(ref.prob[j]));
+}
+
+TEST_CASE("max_error: the reference passes; a wrong, repeated or out-of-range index or a 1% error fails") {
+  const int vocab = 300, k = 10;
+  const auto x = kl::normal_floats(3 * vocab, 0, 2, kl::seed_for(502));
+  const lesson05::Reference ref = lesson05::reference(x, 3, vocab, k);
+  const lesson05::Tolerance tol = lesson05::tolerance(Dtype::f32);
+  const std::vector<float> prob(ref.prob.begin(), ref.prob.end());
+  CHECK(lesson05::max_error(prob, ref.idx, ref, x, tol, true) <= tol.rel);
+  auto swapped = ref.idx;
+  std::swap(swapped[3], swapped[4]);
+  CHECK(std::isinf(lesson05::max_error(prob, swapped, ref, x, tol, true)));
+  auto repeated = ref.idx;
+  repeated[5] = repeated[4];
+  CHECK(std::isinf(lesson05::max_error(prob, repeated, ref, x, tol, false)));
+  auto outside = ref.idx;
+  outside[0] = vocab;
+  CHECK(std::isinf(lesson05::max_error(prob, outside, ref, x, tol, false)));
+  auto off = prob;
+  off[7] *= 1.01f;
+  CHECK(lesson05::max_error(off, ref.idx, ref, x, tol, true) > tol.rel);
+  // a near tie: two logits one float step apart may trade places in a rounded ranking (step 1)
+  std::vector<float> tie = {2.f, std::nextafter(2.f, 3.f), 0.f, -1.f};
+  const lesson05::Reference rt = lesson05::reference(tie, 1, 4, 2);
+  const std::vector<float> pt(rt.prob.begin(), rt.prob.end());
+  const std::vector<int> traded = {0, 1};
+  CHECK(rt.idx == std::vector<int>{1, 0});
+  CHECK(lesson05::max_error(pt, traded, rt, tie, tol, false) <= tol.rel);
+  CHECK(std::isinf(lesson05::max_error(pt, traded, rt, tie, tol, true)));
+}
+
+TEST_CASE("tolerance: the reference rounded to each written dtype passes, an error of 1% does not") {
+  const auto x = kl::normal_floats(4 * 1000, 0, 2, kl::seed_for(503));
+  const lesson05::Reference ref = lesson05::reference(x, 4, 1000, 64);
+  for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
+    const std::string dtype = lesson05::dtype_name(d);
+    CAPTURE(dtype);
+    std::vector<float> rounded(ref.prob.size()), wrong(ref.prob.size());
+    lesson05::with_type(d, [&](auto t) {
+      using T = decltype(t);
+      for (std::size_t i = 0; i < rounded.size(); ++i)
+        rounded[i] = kl::to_float(kl::from_float<T>(static_cast<float>(ref.prob[i])));
+    });
+    for (std::size_t i = 0; i < wrong.size(); ++i) wrong[i] = static_cast<float>(ref.prob[i] * 1.02);
+    const lesson05::Tolerance tol = lesson05::tolerance(d);
+    CHECK(lesson05::max_error(rounded, ref.idx, ref, x, tol, true) <= tol.rel);
+    CHECK(lesson05::max_error(wrong, ref.idx, ref, x, tol, true) > tol.rel);
+  }
+}
+
+TEST_CASE("the dispatcher: a warp per row for many rows or short rows, a block for few, slices for decode") {
+  using lesson05::choose_step;
+  CHECK(choose_step(4096, 50257, 10, kH100Sms) == 3);
+  CHECK(choose_step(4096, 128256, 50, kH100Sms) == 3);
+  CHECK(choose_step(100000, 100, 10, kH100Sms) == 3);
+  CHECK(choose_step(1, 1000, 1, kH100Sms) == 3);  // short: not worth a block
+  CHECK(choose_step(8, 4096, 64, kH100Sms) == 3);
+  CHECK(choose_step(2112, 50257, 10, kH100Sms) == 3);
+  CHECK(choose_step(2111, 50257, 10, kH100Sms) == 4);
+  CHECK(choose_step(264, 50257, 10, kH100Sms) == 4);
+  CHECK(choose_step(263, 50257, 10, kH100Sms) == 5);
+  CHECK(choose_step(8, 128256, 50, kH100Sms) == 5);  // decode
+  CHECK(choose_step(64, 50257, 10, kH100Sms) == 5);
+  CHECK(choose_step(1, 4097, 1, kH100Sms) == 5);
+  // K = 33 ... 64: 8 resident warps per SM, so half the rows already fill the GPU
+  CHECK(choose_step(1056, 50257, 50, kH100Sms) == 3);
+  CHECK(choose_step(1055, 50257, 50, kH100Sms) == 4);
+  CHECK(choose_step(1055, 50257, 32, kH100Sms) == 4);
+  CHECK(choose_step(132, 50257, 64, kH100Sms) == 4);
+  CHECK(choose_step(131, 50257, 64, kH100Sms) == 5);
+  CHECK(lesson05::slice_count(1, 4097, 64, kH100Sms) == 2);  // past kShortRow a row always holds two slices
+}
+
+TEST_CASE("step 5's slices: about two blocks per SM, each at least max(256, 32 K) logits, multiples of 8") {
+  using lesson05::slice_count;
+  CHECK(slice_count(8, 128256, 50, kH100Sms) == 33);
+  CHECK(slice_count(1, 50257, 1, kH100Sms) == 196);
+  CHECK(slice_count(1, 50257, 64, kH100Sms) == 24);
+  CHECK(slice_count(1, 1000, 1, kH100Sms) == 3);
+  CHECK(slice_count(1, 100, 1, kH100Sms) == 1);
+  CHECK(slice_count(4096, 50257, 10, kH100Sms) == 2);  // step 5 run on many rows still splits
+  for (int vocab : {1, 7, 1000, 4097, 50257, 262144}) {
+    for (int slices : {1, 2, 3, 33, 196}) {
+      const int len = lesson05::slice_length(vocab, slices);
+      CHECK(len % 8 == 0);
+      CHECK(std::int64_t{len} * slices >= vocab);
+    }
+  }
+}
+
+TEST_CASE("--sweep: V in {32000, 50257, 128256} x K in {1, 10, 50} at R = 4096, K = 2 ... 64, decode") {
+  const auto shapes = lesson05::sweep_shapes();
+  CHECK(shapes.size() == 16);
+  int decode = 0;
+  for (const auto& sh : shapes) {
+    CHECK(sh.k <= lesson05::kMaxK);
+    if (sh.rows == 8) ++decode;
+    else CHECK(sh.rows == 4096);
+  }
+  CHECK(decode == 1);
+  CHECK(lesson05::kDefaultShape.rows == 4096);
+  CHECK(lesson05::kDefaultShape.vocab == 50257);
+  CHECK(lesson05::kDefaultShape.k == 10);
+  CHECK_THROWS_AS(lesson05::parse_dtype("f64"), kl::UsageError);
+}
+
+TEST_SUITE("gpu") {
+  TEST_CASE("every step matches the float64 reference, f32") { every_step_every_shape<float>(); }
+  TEST_CASE("every step matches the float64 reference, f16") { every_step_every_shape<__half>(); }
+  TEST_CASE("every step matches the float64 reference, bf16") { every_step_every_shape<__nv_bfloat16>(); }
+
+  TEST_CASE("many ties: integer logits, every step returns the lowest indices among equals") {
+    for (const auto& sh : kSpecialShapes) {
+      const std::int64_t rows = sh.first;
+      const int vocab = sh.second;
+      for (int k : {1, 10, 64}) {
+        if (k > vocab) continue;
+        const auto x = kl::integer_floats(rows * vocab, -3, 3, kl::seed_for(510 + vocab + k));
+        const lesson05::Reference ref = lesson05::reference(x, rows, vocab, k);
+        for (const auto& st : kSteps) {
+          const std::string step = st.name;
+          CAPTURE(step);
+          CAPTURE(vocab);
+          CAPTURE(k);
+          const Output got = run_step<__half>(st, x, rows, vocab, k);
+          CHECK(got.idx == ref.idx);  // exact for every step: equal logits give equal probabilities
+        }
+      }
+    }
+  }
+
+  TEST_CASE("R = 1 and R = 10^5 short rows") {
+    const std::int64_t many = std::getenv("KL_SANITIZE") ? 2000 : 100000;
+    for (int vocab : {7, 100}) {
+      const auto x = kl::normal_floats(many * vocab, 0, 2, kl::seed_for(520 + vocab));
+      check_all_steps<float>(x, many, vocab, 5);
+      check_all_steps<__nv_bfloat16>(quantize<__nv_bfloat16>(x), many, vocab, 5);
+    }
+    const auto one = kl::normal_floats(50257, 0, 2, kl::seed_for(521));
+    check_all_steps<float>(one, 1, 50257, 10);
+  }
+
+  TEST_CASE("logits shifted by +-1e4 and spread over +-1e30: the max subtraction keeps e^x finite") {
+    for (const auto& [rows, vocab] : kSpecialShapes) {
+      for (float shift : {1e4f, -1e4f}) {
+        auto x = kl::normal_floats(rows * vocab, 0, 2, kl::seed_for(530 + vocab));
+        for (auto& v : x) v += shift;
+        CAPTURE(shift);
+        check_all_steps<float>(x, rows, vocab, std::min(vocab, 10));
+      }
+      auto wide = kl::normal_floats(rows * vocab, 0, 1e29, kl::seed_for(531 + vocab));
+      check_all_steps<float>(wide, rows, vocab, std::min(vocab, 10));
+    }
+  }
+
+  TEST_CASE("-inf is never picked while K finite values exist; with fewer, -inf fills in by index with p = 0") {
+    for (const auto& sh : kSpecialShapes) {
+      const std::int64_t rows = sh.first;
+      const int vocab = sh.second, k = std::min(vocab, 10);
+      auto x = kl::normal_floats(rows * vocab, 0, 2, kl::seed_for(540 + vocab));
+      kl::Rng rng(kl::seed_for(541));
+      for (int i = 0; i < vocab / 2; ++i) x[rng.index(vocab)] = -INFINITY;  // row 0: many masked
+      const auto finite0 = std::count_if(x.begin(), x.begin() + vocab, [](float v) { return v != -INFINITY; });
+      int finite1 = 0;  // row 1: a few finite values (at 1, 4, 7), the rest masked
+      for (int c = 0; c < vocab; ++c) {
+        const bool keep = c % 3 == 1 && c < 9;
+        x[1 * vocab + c] = keep ? static_cast<float>(c) : -INFINITY;
+        finite1 += keep;
+      }
+      for (int c = 0; c < vocab; ++c) x[2 * vocab + c] = -INFINITY;  // row 2: all masked
+      for (const auto& st : kSteps) {
+        const std::string step = st.name;
+        CAPTURE(step);
+        CAPTURE(vocab);
+        for (Dtype d : {Dtype::f32, Dtype::f16}) {
+          lesson05::with_type(d, [&](auto t) {
+            using T = decltype(t);
+            const auto xq = quantize<T>(x);
+            const lesson05::Reference ref = lesson05::reference(xq, rows, vocab, k);
+            const Output got = run_step<T>(st, xq, rows, vocab, k, 0x3C);  // finite poison: NaN must be written
+            const lesson05::Tolerance tol = lesson05::tolerance(st.fused ? Dtype::f32 : d);
+            CHECK(lesson05::max_error(got.prob, got.idx, ref, xq, tol, st.fused) <= tol.rel);
+            for (int j = 0; j < k; ++j) {
+              if (finite0 >= k) CHECK(xq[got.idx[j]] != -INFINITY);
+              CHECK(got.idx[k + j] == ref.idx[k + j]);
+              if (j >= finite1) CHECK(got.prob[k + j] == 0.f);
+              CHECK(std::isnan(got.prob[2 * k + j]));
+              CHECK(got.idx[2 * k + j] == j);
+            }
+          });
+        }
+      }
+    }
+  }
+
+  TEST_CASE("a NaN makes its row's probabilities NaN (+inf too); steps 2-6 rank those positions first") {
+    for (const auto& sh : kSpecialShapes) {
+      const std::int64_t rows = sh.first;
+      const int vocab = sh.second, k = std::min(vocab, 5);
+      auto x = kl::normal_floats(rows * vocab, 0, 2, kl::seed_for(550 + vocab));
+      x[2 * vocab + vocab / 2] = NAN;
+      x[2 * vocab + vocab - 1] = NAN;
+      x[3 * vocab + vocab / 3] = INFINITY;
+      for (const auto& st : kSteps) {
+        const std::string step = st.name;
+        CAPTURE(step);
+        CAPTURE(vocab);
+        for (Dtype d : {Dtype::f32, Dtype::bf16}) {
+          lesson05::with_type(d, [&](auto t) {
+            using T = decltype(t);
+            const auto xq = quantize<T>(x);
+            const lesson05::Reference ref = lesson05::reference(xq, rows, vocab, k);
+            const Output got = run_step<T>(st, xq, rows, vocab, k, 0x3C);
+            const lesson05::Tolerance tol = lesson05::tolerance(st.fused ? Dtype::f32 : d);
+            CHECK(lesson05::max_error(got.prob, got.idx, ref, xq, tol, st.fused) <= tol.rel);
+            for (int j = 0; j < k; ++j) {
+              CHECK(std::isnan(got.prob[2 * k + j]));
+              CHECK(std::isnan(got.prob[3 * k + j]));
+            }
+            if (st.fused) {
+              CHECK(got.idx[2 * k] == vocab / 2);
+              CHECK(got.idx[2 * k + 1] == vocab - 1);
+              CHECK(got.idx[3 * k] == vocab / 3);
+            }
+          });
+        }
+      }
+    }
+  }
+
+  TEST_CASE("unaligned views and V not a multiple of the pack take the scalar head and tail") {
+    for (const auto& [rows, vocab] : kSpecialShapes) {
+      const auto x = kl::normal_floats(rows * vocab, 0, 2, kl::seed_for(560 + vocab));
+      for (std::size_t offset : {1, 3}) {
+        CAPTURE(offset);
+        check_all_steps<float>(x, rows, vocab, std::min(vocab, 10), offset);
+        check_all_steps<__half>(quantize<__half>(x), rows, vocab, std::min(vocab, 10), offset + 2);
+      }
+    }
+  }
+
+  TEST_CASE("bad K is refused before any launch: K = 0, K = 65, K > V; R = 0 launches nothing") {
+    kl::DeviceBuffer<float> x(128), prob(128);
+    kl::DeviceBuffer<int> idx(128);
+    prob.poison(0x3C);
+    lesson05::Workspace ws;
+    for (const auto& st : kSteps) {
+      const std::string step = st.name;
+      CAPTURE(step);
+      for (auto [vocab, k] : {std::pair<int, int>{100, 0}, {100, 65}, {5, 6}, {1, 2}}) {
+        CHECK_THROWS_AS(lesson05::run_step(st, {x.data(), prob.data(), idx.data(), 4, vocab, k, Dtype::f32}, ws, nullptr),
+                        kl::UsageError);
+      }
+      lesson05::run_step(st, {x.data(), prob.data(), idx.data(), 0, 100, 10, Dtype::f32}, ws, nullptr);
+    }
+    CHECK_THROWS_AS(lesson05::topk<float>(x.data(), prob.data(), idx.data(), 4, 5, 6, ws), kl::UsageError);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    const auto got = prob.download();
+    std::vector<float> poison(128);
+    std::memset(poison.data(), 0x3C, poison.size() * sizeof(float));
+    CHECK(std::memcmp(got.data(), poison.data(), poison.size() * sizeof(float)) == 0);
+  }
+
+  TEST_CASE("a repeated run of every step can be captured in a CUDA graph and replayed") {
+    const std::int64_t rows = 8;
+    const int vocab = 20011, k = 50;
+    const auto x = kl::normal_floats(rows * vocab, 0, 2, kl::seed_for(570));
+    const lesson05::Reference ref = lesson05::reference(x, rows, vocab, k);
+    const kl::DeviceBuffer<float> dx(x);
+    kl::DeviceBuffer<float> prob(rows * k);
+    kl::DeviceBuffer<int> idx(rows * k);
+    cudaStream_t s;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    for (const auto& st : kSteps) {
+      const std::string step = st.name;
+      CAPTURE(step);
+      lesson05::Workspace ws;
+      const lesson05::Problem p{dx.data(), prob.data(), idx.data(), rows, vocab, k, Dtype::f32};
+      lesson05::run_step(st, p, ws, s);  // the first run grows the workspace
+      CUDA_CHECK(cudaStreamSynchronize(s));
+      prob.poison();
+      idx.poison();
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+      lesson05::run_step(st, p, ws, s);
+      CUDA_CHECK(cudaStreamEndCapture(s, &graph));
+      CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+      CUDA_CHECK(cudaGraphLaunch(exec, s));
+      CUDA_CHECK(cudaStreamSynchronize(s));
+      CUDA_CHECK(cudaGraphExecDestroy(exec));
+      CUDA_CHECK(cudaGraphDestroy(graph));
+      const lesson05::Tolerance tol = lesson05::tolerance(Dtype::f32);
+      CHECK(lesson05::max_error(prob.download(), idx.download(), ref, x, tol, st.fused) <= tol.rel);
+    }
+    CUDA_CHECK(cudaStreamDestroy(s));
+  }
+
+  TEST_CASE("the public API runs the dispatcher, for a decode batch and for many rows") {
+    for (const lesson05::Shape& sh : {lesson05::Shape{8, 128256, 50}, lesson05::Shape{3000, 777, 3}}) {
+      const std::int64_t rows = sh.rows;
+      const int vocab = sh.vocab, k = sh.k;
+      CAPTURE(rows);
+      const auto x = quantize<__half>(kl::normal_floats(rows * vocab, 0, 2, kl::seed_for(580 + k)));
+      std::vector<__half> xh(x.size());
+      for (std::size_t i = 0; i < x.size(); ++i) xh[i] = kl::from_float<__half>(x[i]);
+      const kl::DeviceBuffer<__half> dx(xh);
+      kl::DeviceBuffer<float> prob(rows * k);
+      kl::DeviceBuffer<int> idx(rows * k);
+      prob.poison();
+      idx.poison();
+      lesson05::Workspace ws;
+      lesson05::topk(dx.data(), prob.data(), idx.data(), rows, vocab, k, ws);
+      CUDA_CHECK(cudaDeviceSynchronize());
+      const lesson05::Tolerance tol = lesson05::tolerance(Dtype::f32);
+      CHECK(lesson05::max_error(prob.download(), idx.download(), lesson05::reference(x, rows, vocab, k), x, tol, true) <=
+            tol.rel);
+    }
+  }
+}

@@ -1,0 +1,104 @@
+"""Lesson 05 figures: milliseconds per step and PyTorch's two rows against the read-once floor at the
+default shape (one panel per dtype), and the fused dispatcher's speed-up over step 1 and over
+PyTorch as K grows. Shapes are written "RxVxK=4096x50257x10"."""
+import math
+import os
+
+import klplot
+
+DEFAULT_SHAPE = "RxVxK=4096x50257x10"  # lesson05's default: R = 4096, V = 50257 (GPT-2), K = 10
+DTYPES = ("f32", "f16", "bf16")
+DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
+FUSED = "6"  # the dispatcher: what a user of the lesson's kernels gets
+REFERENCES = ("pytorch", "pytorch_topk")
+
+
+def dims(shape):
+    """'RxVxK=4096x50257x10' -> (4096, 50257, 10) (klplot.shape_value gives only R)."""
+    r, v, k = shape.split("=")[1].split("x")
+    return int(r), int(v), int(k)
+
+
+def floor_ms(shape, dtype, copy):
+    """The read-once floor: R * V logits read and R * K (probability, index) pairs written, at the
+    measured copy bandwidth."""
+    r, v, k = dims(shape)
+    return (r * v * DTYPE_BYTES[dtype] + r * k * 8) / (copy * 1e9) * 1e3
+
+
+def _at(rows, shape, dtype):
+    return [r for r in klplot.latest(rows) if r["shape"] == shape and r["dtype"] == dtype and r["step"] != "copy"]
+
+
+def _order(row):
+    step = row["step"]
+    return (1, REFERENCES.index(step)) if step in REFERENCES else (0, int(step) if step.isdigit() else 99)
+
+
+def steps_figure(rows, path, shape=DEFAULT_SHAPE):
+    """One bar per step (ms, log scale; PyTorch in grey, FAILED labelled) and the floor as a line."""
+    present = [d for d in DTYPES if _at(rows, shape, d)]
+    if not present:
+        return None
+    copy = klplot.copy_gbps(rows)
+    fig, axes = klplot.plt.subplots(1, len(present), figsize=(7 * len(present), 4.8), squeeze=False)
+    for ax, dtype in zip(axes[0], present):
+        at = sorted(_at(rows, shape, dtype), key=_order)
+        values = [math.nan if klplot.failed(r) else r["ms_median"] for r in at]
+        shown = [v if not math.isnan(v) else min(x for x in values if not math.isnan(x)) for v in values]
+        ax.bar(range(len(at)), shown, color=["tab:gray" if r["step"] in REFERENCES else "tab:blue" for r in at])
+        for i, (r, v) in enumerate(zip(at, values)):
+            ax.text(i, shown[i] * 1.1, "FAILED" if math.isnan(v) else f"{v:.3g}", ha="center", fontsize=8)
+        if not math.isnan(copy):
+            floor = floor_ms(shape, dtype, copy)
+            ax.axhline(floor, color="tab:red", linestyle="--", label=f"read-once floor {floor:.3f} ms")
+            ax.legend(loc="upper right", fontsize=8)
+        ax.set_yscale("log")
+        ax.set_ylim(top=max(shown) * 2.5)  # room for the labels and the legend
+        ax.set_xticks(range(len(at)), [f'{r["step"]}: {r["name"]}' for r in at], rotation=25, ha="right", fontsize=8)
+        ax.set_ylabel("ms (median)")
+        ax.set_title(dtype)
+    r, v, k = dims(shape)
+    fig.suptitle(f"Lesson 05: softmax + top-{k} of [{r}, {v}] logits, {rows[0]['gpu']}")
+    return klplot.save(fig, path)
+
+
+def speedups(rows, dtype, over, vocab=50257, n_rows=4096):
+    """[(K, speed-up)] of the dispatcher over step `over` at R = n_rows, V = vocab, FAILED rows left out."""
+    ms = {}
+    for r in klplot.latest(rows):
+        if r["dtype"] != dtype or r["step"] == "copy" or klplot.failed(r):
+            continue
+        rr, v, k = dims(r["shape"])
+        if (rr, v) == (n_rows, vocab):
+            ms[(r["step"], k)] = r["ms_median"]
+    return sorted((k, ms[(over, k)] / t) for (step, k), t in ms.items() if step == FUSED and (over, k) in ms)
+
+
+def speedup_figure(rows, path):
+    """Speed-up of the fused dispatcher vs K at R = 4096, V = 50257: over step 1 and over PyTorch."""
+    labels = {"1": "over step 1 (softmax + cub sort)", "pytorch": "over torch.topk(softmax)",
+              "pytorch_topk": "over torch.topk alone"}
+    lines = [(d, over, speedups(rows, d, over)) for d in DTYPES for over in labels]
+    lines = [(d, over, pts) for d, over, pts in lines if len(pts) >= 2]
+    if not lines:
+        return None
+    fig, ax = klplot.plt.subplots(figsize=(8, 4.8))
+    for dtype, over, pts in lines:
+        ax.plot(*zip(*pts), "-" if dtype == "f32" else "--", marker="o", markersize=3, label=f"{dtype}: {labels[over]}")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xscale("log", base=2)
+    ks = sorted({k for _, _, pts in lines for k, _ in pts})
+    ax.set_xticks(ks, [str(k) for k in ks])
+    ax.set_yscale("log")
+    ax.set_xlabel("K (probabilities kept per row)")
+    ax.set_ylabel("speed-up of step 6 (dispatch)")
+    ax.set_title(f"Lesson 05: fused softmax + top-K vs K, R = 4096, V = 50257, {rows[0]['gpu']}")
+    ax.legend(fontsize=7)
+    return klplot.save(fig, path)
+
+
+def draw(rows, out_dir):
+    paths = [steps_figure(rows, os.path.join(out_dir, "lesson05.png")),
+             speedup_figure(rows, os.path.join(out_dir, "lesson05_speedup.png"))]
+    return [p for p in paths if p]

@@ -1,0 +1,48 @@
+"""PyTorch's rows for lesson 05 (softmax + top-K of logits [R, V]): what a PyTorch user runs,
+torch.topk(torch.softmax(x, -1), K) (step "pytorch") and torch.topk(x, K) alone (step
+"pytorch_topk", which skips the softmax and is the faster of the two), at the shapes of
+`lesson05 --sweep` in f32 and f16, appended to RESULTS_DIR/lesson05.csv. torch_baselines.py calls
+topk() with its timing and CSV helpers. Bytes are the lesson's floor: R * V logits read once and
+R * K (probability, index) pairs written. Each result is checked against float64 first."""
+import os
+
+import torch
+
+SWEEP = ([(4096, v, k) for v in (32000, 50257, 128256) for k in (1, 10, 50)]
+         + [(4096, 50257, k) for k in (2, 4, 8, 16, 32, 64)]
+         + [(8, 128256, 50)])  # lesson05's --sweep, which includes its default R = 4096, V = 50257, K = 10
+DTYPES = ((torch.float32, "f32", 4), (torch.float16, "f16", 2))
+
+
+def _rel_err(got, want):
+    """Largest |got - want| / |want| over the K values of every row (values only: torch.topk does
+    not promise which of several equal entries it returns)."""
+    return ((got.double() - want).abs() / want.abs().clamp_min(1e-30)).max().item()
+
+
+def topk(out_dir, gpu, time_ms, append, copy_gbps):
+    path = os.path.join(out_dir, "lesson05.csv")
+    if not os.path.exists(path):
+        return
+    limit = copy_gbps(path)
+    dev = torch.device("cuda")
+    rows = []
+    for dtype, name, size in DTYPES:
+        for r, v, k in SWEEP:
+            x = (torch.randn(r, v, device=dev) * 2).to(dtype)
+            ref = torch.topk(torch.softmax(x.double(), dim=-1), k, dim=-1).values
+            err_softmax = _rel_err(torch.topk(torch.softmax(x, dim=-1), k, dim=-1).values, ref)
+            err_topk = _rel_err(torch.topk(x, k, dim=-1).values, torch.topk(x.double(), k, dim=-1).values)
+            del ref
+            bytes_moved = r * v * size + r * k * 8
+            shape = f"RxVxK={r}x{v}x{k}"
+            for step, label, fn, err in (
+                    ("pytorch", "torch.topk(softmax)", lambda: torch.topk(torch.softmax(x, dim=-1), k, dim=-1), err_softmax),
+                    ("pytorch_topk", "torch.topk", lambda: torch.topk(x, k, dim=-1), err_topk)):
+                med, lo, hi = time_ms(fn)
+                gbps = bytes_moved / (med * 1e-3) / 1e9
+                rows.append(["05", step, label, name, shape, f"{med:.6g}", f"{lo:.6g}", f"{hi:.6g}", f"{gbps:.6g}", "",
+                             f"{100 * gbps / limit:.6g}", f"{err:.6g}", gpu])
+                print(f"{label} {name} R={r} V={v} K={k}: {med:.4f} ms, {gbps:.0f} GB/s, max rel error {err:.2e}")
+            del x
+    append(path, rows)
