@@ -6,6 +6,10 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "common/check.cuh"
 
 namespace kl {
 
@@ -72,6 +76,35 @@ inline int widest_pack(const void* x, const void* y, std::int64_t K, int elem_by
       return n;
   }
   return 1;
+}
+
+// ---- the element types of the lessons that take --dtype --------------------------------------------
+
+enum class Dtype { f32, f16, bf16 };
+
+inline const char* dtype_name(Dtype d) { return d == Dtype::f32 ? "f32" : d == Dtype::f16 ? "f16" : "bf16"; }
+inline int dtype_bytes(Dtype d) { return d == Dtype::f32 ? 4 : 2; }
+
+inline Dtype parse_dtype(const std::string& s) {
+  if (s == "f32") return Dtype::f32;
+  if (s == "f16") return Dtype::f16;
+  if (s == "bf16") return Dtype::bf16;
+  throw kl::UsageError("--dtype must be one of f32, f16, bf16 (got '" + s + "')");
+}
+
+template <class T>
+constexpr Dtype dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return Dtype::f32;
+  else if constexpr (std::is_same_v<T, __half>) return Dtype::f16;
+  else return Dtype::bf16;
+}
+
+// Calls f(T{}) with T the C++ type of the dtype, so a generic lambda can instantiate templates on it.
+template <class F>
+void with_type(Dtype d, F&& f) {
+  if (d == Dtype::f32) f(float{});
+  else if (d == Dtype::f16) f(__half{});
+  else f(__nv_bfloat16{});
 }
 
 }  // namespace kl

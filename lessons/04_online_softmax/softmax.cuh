@@ -30,32 +30,13 @@ namespace lesson04 {
 
 // ---- the problem ----------------------------------------------------------------------------------
 
-enum class Dtype { f32, f16, bf16 };
-
-inline const char* dtype_name(Dtype d) { return d == Dtype::f32 ? "f32" : d == Dtype::f16 ? "f16" : "bf16"; }
-inline int dtype_bytes(Dtype d) { return d == Dtype::f32 ? 4 : 2; }
-
-inline Dtype parse_dtype(const std::string& s) {
-  if (s == "f32") return Dtype::f32;
-  if (s == "f16") return Dtype::f16;
-  if (s == "bf16") return Dtype::bf16;
-  throw kl::UsageError("--dtype must be one of f32, f16, bf16 (got '" + s + "')");
-}
-
-template <class T>
-constexpr Dtype dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return Dtype::f32;
-  else if constexpr (std::is_same_v<T, __half>) return Dtype::f16;
-  else return Dtype::bf16;
-}
-
-// Calls f(T{}) with T the C++ type of the dtype, so a generic lambda can instantiate templates on it.
-template <class F>
-void with_type(Dtype d, F&& f) {
-  if (d == Dtype::f32) f(float{});
-  else if (d == Dtype::f16) f(__half{});
-  else f(__nv_bfloat16{});
-}
+// The element types (Dtype, dtype_of, with_type, ...) live in common/pack.cuh.
+using kl::Dtype;
+using kl::dtype_bytes;
+using kl::dtype_name;
+using kl::dtype_of;
+using kl::parse_dtype;
+using kl::with_type;
 
 // One softmax call: x and y point at rows x cols elements of dtype, row after row.
 struct Problem {
