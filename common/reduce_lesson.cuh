@@ -158,7 +158,6 @@ inline int sum_lesson_main(const SumLesson& l, int argc, char** argv) {
 
   Timer timer(dev);
   std::vector<Row> all;
-  bool failed = false;
   for (std::size_t size : sizes) {
     std::printf("\nn = %zu (%.1f MiB); floor = read once at copy bandwidth = %.4f ms\n", size, 4.0 * size / (1 << 20),
                 4.0 * size / (limits.copy_gbps * 1e9) * 1e3);
@@ -177,14 +176,9 @@ inline int sum_lesson_main(const SumLesson& l, int argc, char** argv) {
       print_table(std::cout, more, limits);
       rows.insert(rows.end(), more.begin(), more.end());
     }
-    for (const auto& r : rows) failed |= !r.ok;
     all.insert(all.end(), rows.begin(), rows.end());
   }
-  if (csv) {
-    all.push_back(copy_row(limits));
-    append_csv(*csv, l.id, all, limits, dev.name);
-  }
-  return failed ? 1 : 0;
+  return finish_run(csv, l.id, all, limits, dev.name);
 }
 
 }  // namespace kl

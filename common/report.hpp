@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -87,6 +88,20 @@ inline void append_csv(const std::string& path, const std::string& lesson, const
   if (!out) throw UsageError("cannot write CSV file '" + path + "'");
   if (fresh) out << kCsvHeader << '\n';
   for (const auto& r : rows) out << csv_line(lesson, r, l, gpu) << '\n';
+}
+
+// The end of every lesson's run: append the rows to the CSV, if one was asked for, with the
+// measured copy as a row of its own (the figures draw it as the limit); exit code 1 when any step
+// failed its check.
+inline int finish_run(const std::optional<std::string>& csv, const std::string& lesson, std::vector<Row> rows,
+                      const Limits& l, const std::string& gpu) {
+  bool failed = false;
+  for (const auto& r : rows) failed |= !r.ok;
+  if (csv) {
+    rows.push_back(copy_row(l));
+    append_csv(*csv, lesson, rows, l, gpu);
+  }
+  return failed ? 1 : 0;
 }
 
 // Prints the rows of one shape: time, throughput, % of the limit, speed-up over step 1 and

@@ -204,12 +204,7 @@ int lesson_main(int argc, char** argv) {
       all.insert(all.end(), rs.begin(), rs.end());
     });
   }
-  if (csv) {
-    all.push_back(kl::copy_row(limits));
-    kl::append_csv(*csv, "05", all, limits, dev.name);
-  }
-  const bool failed = std::any_of(all.begin(), all.end(), [](const kl::Row& r) { return !r.ok; });
-  return failed ? 1 : 0;
+  return kl::finish_run(csv, "05", all, limits, dev.name);
 }
 
 }  // namespace
