@@ -106,6 +106,25 @@ TEST_CASE("csv: one schema, empty numbers for a FAILED row, commas kept out, hea
   std::remove(path.c_str());
 }
 
+TEST_CASE("finish_run: exit 1 when a step failed; the CSV ends with the measured copy") {
+  kl::Limits lim{2000.0, 0};
+  kl::Row ok{"1", "fine", "f32", "n=8"}, bad{"2", "wrong", "f32", "n=8"};
+  ok.bytes = bad.bytes = 32;
+  ok.ms = {1, 1, 1, 1};
+  bad.ok = false;
+  CHECK(kl::finish_run(std::nullopt, "01", {ok}, lim, "GPU") == 0);
+  const std::string path = "test_finish_run.csv";
+  std::remove(path.c_str());
+  CHECK(kl::finish_run(path, "01", {ok, bad}, lim, "GPU") == 1);
+  std::ifstream in(path);
+  std::string line, last;
+  int lines = 0;
+  while (std::getline(in, line)) last = line, ++lines;
+  CHECK(lines == 4);  // header, two steps, the copy
+  CHECK(last.rfind("01,copy,device-to-device copy,", 0) == 0);
+  std::remove(path.c_str());
+}
+
 TEST_CASE("table: ratios against step 1 and the library; FAILED rows carry no time") {
   kl::Limits lim{1000.0, 0};
   kl::Row s1{"1", "slow", "f32", "n"}, s2{"2", "wrong", "f32", "n"}, lib{"lib", "cub", "f32", "n", true};
