@@ -90,11 +90,7 @@ inline std::vector<Row> run_sum_shape(const SumLesson& l, std::size_t n, const s
     const float got = out.download(1)[0];
     row.err = check ? scaled_error(got, ref.sum, ref.abs_sum) : NAN;
     row.ok = !check || sum_close(got, ref, n);
-    if (row.ok) {
-      const Timing t = timer.time(launch, TimingOptions{reps});
-      row.ms = t.ms;
-      row.graph = t.graph;
-    }
+    time_if_ok(timer, row, launch, TimingOptions{reps});
     rows.push_back(row);
   }
   return rows;

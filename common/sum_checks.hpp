@@ -1,10 +1,11 @@
-// The GPU checks every reduction lesson (01-03) runs on its whole step table, called from the
+// The checks every reduction lesson (01-03) runs on its whole step table, called from the
 // lessons' doctest cases. Outputs are poisoned before each run, so an unwritten result fails.
 #pragma once
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,19 @@
 #include "common/reference.hpp"
 
 namespace kl::sum_checks {
+
+// The step table (a CPU check): unique names, a launcher for each, one library baseline, last.
+inline void step_table(const SumLesson& l) {
+  std::set<std::string> names;
+  int library = 0;
+  for (int i = 0; i < l.count; ++i) {
+    CHECK(names.insert(l.steps[i].name).second);
+    CHECK((l.steps[i].launch != nullptr));
+    library += l.steps[i].library;
+  }
+  CHECK(library == 1);
+  CHECK(l.steps[l.count - 1].library);
+}
 
 // KL_SANITIZE=1 (compute-sanitizer runs, 10-100x slower) keeps the sizes small.
 inline bool sanitizing() { return std::getenv("KL_SANITIZE") != nullptr; }

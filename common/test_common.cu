@@ -2,6 +2,7 @@
 // and random inputs. The GPU suite checks the pieces that need a device: buffers and the timer.
 #include <doctest/doctest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -165,6 +166,35 @@ TEST_CASE("references: tolerance and error scale") {
   CHECK(kl::sum_close(10.0f, r, 1000));
   CHECK_FALSE(kl::sum_close(11.0f, r, 1000));
   CHECK_FALSE(kl::sum_close(NAN, r, 1000));
+}
+
+// The premises of common/sum_checks.hpp, which every reduction lesson relies on.
+TEST_CASE("premise of the exact checks: float sums of small whole numbers are exact in any order") {
+  auto v = kl::integer_floats(1 << 20, -4, 4, kl::seed_for(1));
+  float forward = 0, backward = 0;
+  for (float x : v) forward += x;
+  for (auto it = v.rbegin(); it != v.rend(); ++it) backward += *it;
+  const double exact = kl::ref_sum(v.data(), v.size()).sum;
+  CHECK(forward == exact);
+  CHECK(backward == exact);
+}
+
+TEST_CASE("premise of the tolerance: a sequential float sum of uniform[-1,1] data passes, a dropped element does not") {
+  const std::size_t n = 4097;
+  auto v = kl::uniform_floats(n, -1, 1, kl::seed_for(2));
+  const kl::SumRef ref = kl::ref_sum(v.data(), n);
+  float s = 0;
+  for (float x : v) s += x;
+  CHECK(kl::sum_close(s, ref, n));
+  CHECK_FALSE(kl::sum_close(s - v[17], ref, n));
+}
+
+TEST_CASE("premise of the large-magnitude check: 2^28 x 1e30 fits a float; one accumulator stalls at 2^124") {
+  const double total = std::ldexp(static_cast<double>(1e30f), 28);  // no partial sum exceeds it
+  CHECK(total / FLT_MAX == doctest::Approx(0.789).epsilon(0.001));
+  float s = 0.f;
+  for (int i = 0; i < (1 << 26); ++i) s += 1e30f;  // the true sum is 6.7e37
+  CHECK(s == std::ldexp(1.0f, 124));               // 2.13e37: then 1e30 is under half an ulp
 }
 
 TEST_CASE("random inputs: deterministic per seed, in range, special values placed") {

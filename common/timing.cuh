@@ -8,6 +8,7 @@
 
 #include "common/buffer.cuh"
 #include "common/device.cuh"
+#include "common/report.hpp"
 #include "common/stats.hpp"
 
 namespace kl {
@@ -106,5 +107,14 @@ class Timer {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
 };
+
+// Times a step whose check passed and stores the result in its row; a FAILED row keeps no time.
+template <class Launch>
+void time_if_ok(Timer& timer, Row& row, Launch&& launch, const TimingOptions& opt) {
+  if (!row.ok) return;
+  const Timing t = timer.time(launch, opt);
+  row.ms = t.ms;
+  row.graph = t.graph;
+}
 
 }  // namespace kl

@@ -461,11 +461,7 @@ inline std::vector<kl::Row> other_operations(std::size_t n, kl::Timer& timer, in
     const float got = out.download(1)[0];
     row.err = kl::scaled_error(got, c.ref, std::fabs(c.ref));
     row.ok = op_close(got, c.ref, c.tol);
-    if (row.ok) {
-      const kl::Timing t = timer.time(launch, kl::TimingOptions{reps});
-      row.ms = t.ms;
-      row.graph = t.graph;
-    }
+    kl::time_if_ok(timer, row, launch, kl::TimingOptions{reps});
     rows.push_back(row);
   }
   return rows;

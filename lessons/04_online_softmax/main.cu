@@ -115,11 +115,7 @@ std::vector<kl::Row> run_shape(std::int64_t rows, std::int64_t cols, const Run& 
     } else {
       row.err = NAN;
     }
-    if (row.ok) {
-      const kl::Timing t = timer.time(launch, kl::TimingOptions{run.reps, kSlowMs});
-      row.ms = t.ms;
-      row.graph = t.graph;
-    }
+    kl::time_if_ok(timer, row, launch, kl::TimingOptions{run.reps, kSlowMs});
     out.push_back(row);
   }
   kl::print_table(std::cout, out, limits);

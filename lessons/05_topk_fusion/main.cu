@@ -112,11 +112,7 @@ std::vector<kl::Row> run_shape(const Shape& sh, const Run& run, kl::Timer& timer
     } else {
       row.err = NAN;
     }
-    if (row.ok) {
-      const kl::Timing t = timer.time(launch, kl::TimingOptions{run.reps, kSlowMs});
-      row.ms = t.ms;
-      row.graph = t.graph;
-    }
+    kl::time_if_ok(timer, row, launch, kl::TimingOptions{run.reps, kSlowMs});
     rows.push_back(row);
   }
   kl::print_table(std::cout, rows, limits);
