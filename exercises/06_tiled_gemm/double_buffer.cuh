@@ -1,0 +1,47 @@
+// Exercise 06: double buffering — step 4 -> step 5 of the lesson.
+//
+// gemm_exercise below is step 4: for every K-slice of 8 it loads the next A and B tiles (through
+// registers) into ONE shared-memory stage, waits at a barrier, computes, and waits again before the
+// next load may overwrite the stage. The FMAs stall while the tiles travel from global memory.
+//
+// TODO: add double buffering.
+//   1. Give the shared tiles two stages: as[2][...], bs[2][...] (kStages = 2).
+//   2. Before the loop: load tile 0 into stage 0, then one barrier.
+//   3. In the loop, for tile k: issue the global loads of tile k+1 into registers (tile.load) first,
+//      compute tile k from its stage, then store the registers into the OTHER stage (tile.store),
+//      then ONE barrier, and flip the stage. Why is one barrier enough? Which stage can a slow warp
+//      still be reading when a fast warp stores?
+//   4. Before writing code, predict the speed-up of step 5 over step 4 at 4096^3 on your GPU; then
+//      measure it with `lesson06 --step vector` and `lesson06 --step double_buffer`.
+// The test checks the result on many shapes (tails in M, N, K) and that the kernel holds two stages.
+// Then: cmake --build --preset release && ctest --preset exercises -R exercise06
+#pragma once
+#include "lessons/06_tiled_gemm/gemm.cuh"
+
+namespace exercise06 {
+
+using lesson06::kBK;
+using lesson06::kBM;
+using lesson06::kBN;
+using lesson06::Loader128;
+
+constexpr int kStages = 1;  // TODO: 2
+
+__global__ void __launch_bounds__(lesson06::kThreads, 2) gemm_exercise(lesson06::Problem p) {
+  __shared__ __align__(16) float as[kStages][kBK * Loader128::kLdA];
+  __shared__ __align__(16) float bs[kStages][kBK * Loader128::kLdB];
+  const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
+  const bool vec_a = lesson06::aligned16(p.a, p.lda), vec_b = lesson06::aligned16(p.b, p.ldb);
+  Loader128 tile;
+  float acc[8][8] = {};
+  for (int k0 = 0; k0 < p.k; k0 += kBK) {  // TODO: prefetch tile k0 + kBK while computing tile k0
+    tile.load(p, vec_a, vec_b, m0, n0, k0, p.k);
+    tile.store(as[0], bs[0]);
+    __syncthreads();
+    lesson06::compute_contiguous(acc, as[0], bs[0]);
+    __syncthreads();
+  }
+  lesson06::store_contiguous<lesson06::Runtime>(p, acc, m0, n0);
+}
+
+}  // namespace exercise06

@@ -1,0 +1,392 @@
+// Lesson 06 checks. CPU cases: the step table, the float64 reference and its error metric (which
+// must catch a dropped product), the tolerance, argument validation, the dispatcher's plans and
+// split-K slices, the activations, the sweep. The "gpu" suite runs every step on fresh inputs over
+// many shapes (tails in M, N and K, tiny to 4097^3, skinny), every epilogue on each of the
+// dispatcher's three paths, alpha = 0, C = nullptr, C aliasing D, leading dimensions larger than
+// the width and unaligned pointers, and M, N or K = 0; outputs poisoned before each run.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/random.hpp"
+#include "lessons/06_tiled_gemm/gemm.cuh"
+
+using lesson06::Act;
+using lesson06::Bias;
+using lesson06::kSteps;
+using lesson06::Path;
+using lesson06::Problem;
+
+namespace {
+
+constexpr int kH100Sms = 132;
+const double kEps = 1.1920928955078125e-07;
+
+bool sanitizing() { return std::getenv("KL_SANITIZE") != nullptr; }
+
+// One check: the shape, the epilogue and how the operands are laid out.
+struct Case {
+  int m, n, k;
+  float alpha = 1.f, beta = 0.f;
+  Bias bias = Bias::none;
+  Act act = Act::none;
+  int pad_a = 0, pad_b = 0, pad_d = 0;  // leading dimension - width
+  int offset = 0;                       // floats added to every pointer (0: 16-byte aligned)
+  bool in_place = false;                // C is D (beta != 0)
+};
+
+std::string describe(const Case& c) {
+  return std::to_string(c.m) + "x" + std::to_string(c.n) + "x" + std::to_string(c.k) + " alpha " +
+         std::to_string(c.alpha) + " beta " + std::to_string(c.beta) + " bias " + lesson06::bias_name(c.bias) + " " +
+         lesson06::act_name(c.act) + " pads " + std::to_string(c.pad_a) + "/" + std::to_string(c.pad_b) + "/" +
+         std::to_string(c.pad_d) + " offset " + std::to_string(c.offset) + (c.in_place ? " in place" : "");
+}
+
+// Runs the steps `which` selects on fresh inputs for one case and checks each: its error against the
+// float64 reference (the full epilogue or the GEMM part, as the step computes), and D's padding
+// columns untouched.
+template <class Which>
+void check_case(const Case& c, Which&& which, std::uint64_t salt = 0) {
+  CAPTURE(describe(c));
+  const int lda = c.k + c.pad_a, ldb = c.n + c.pad_b, ldd = c.n + c.pad_d;
+  const std::uint64_t seed = kl::seed_for(salt + std::uint64_t(c.m) * 1000003 + c.n * 1009 + c.k);
+  const auto a = kl::normal_floats(std::size_t(c.m) * lda, 0, 1, seed);
+  const auto b = kl::normal_floats(std::size_t(c.k) * ldb, 0, 1, seed + 1);
+  lesson06::HostInputs host;
+  if (c.beta != 0.f) host.c = kl::normal_floats(std::size_t(c.m) * ldd, 0, 1, seed + 2);
+  const std::size_t nbias = c.bias == Bias::m ? c.m : c.bias == Bias::n ? c.n : std::size_t(c.m) * c.n;
+  if (c.bias != Bias::none) host.bias = kl::normal_floats(nbias, 0, 1, seed + 3);
+  const auto shifted = [&](const std::vector<float>& v) {
+    std::vector<float> s(v.size() + c.offset, 0.f);
+    std::copy(v.begin(), v.end(), s.begin() + c.offset);
+    return s;
+  };
+  const kl::DeviceBuffer<float> da(shifted(a)), db(shifted(b)), dc(shifted(host.c.empty() ? std::vector<float>{0.f} : host.c)),
+      dbias(shifted(host.bias.empty() ? std::vector<float>{0.f} : host.bias));
+  kl::DeviceBuffer<float> dd(std::size_t(c.m) * ldd + c.offset);
+  lesson06::Workspace ws;
+  const lesson06::Reference ref = lesson06::reference(a.data(), lda, b.data(), ldb, c.m, c.n, c.k, ws);
+  Problem p{da.data() + c.offset, db.data() + c.offset, nullptr, dd.data() + c.offset, nullptr, c.m, c.n, c.k, lda, ldb,
+            ldd, ldd};
+  p.alpha = c.alpha;
+  p.beta = c.beta;
+  p.bias_kind = c.bias;
+  p.act = c.act;
+  p.slope = 0.05f;
+  if (c.beta != 0.f) p.c = c.in_place ? p.d : dc.data() + c.offset;
+  if (c.bias != Bias::none) p.bias = dbias.data() + c.offset;
+  for (int i = 0; i < static_cast<int>(std::size(kSteps)); ++i) {
+    if (!which(i)) continue;
+    const lesson06::GemmStep& st = kSteps[i];
+    CAPTURE(st.name);
+    dd.poison();
+    if (c.in_place) CUDA_CHECK(cudaMemcpy(p.d, host.c.data(), host.c.size() * sizeof(float), cudaMemcpyHostToDevice));
+    lesson06::run_step(st, p, ws, nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const auto got = dd.download();
+    const std::vector<float> d(got.begin() + c.offset, got.end());
+    const Problem checked = st.epilogue ? p : lesson06::plain(p);
+    CHECK(lesson06::max_error(d, checked, ref, host) <= lesson06::tolerance(c.k));
+    if (c.pad_d > 0 && !c.in_place) {
+      bool pad_untouched = true;
+      for (int r = 0; r < c.m; ++r)
+        for (int j = c.n; j < ldd; ++j) pad_untouched &= std::isnan(d[std::size_t(r) * ldd + j]);
+      CHECK(pad_untouched);
+    }
+  }
+}
+
+bool all_steps(int) { return true; }
+bool epilogue_steps(int i) { return kSteps[i].epilogue; }
+
+std::vector<Case> test_shapes() {
+  if (sanitizing()) return {{1, 1, 1}, {3, 5, 7}, {31, 33, 17}, {128, 128, 8}, {129, 127, 300}, {200, 64, 1100}};
+  return {{1, 1, 1},       {1, 7, 3},         {5, 1, 9},         {31, 33, 17},      {64, 64, 64},
+          {100, 1, 300},   {127, 129, 65},    {128, 128, 8},     {257, 255, 1000},  {513, 1025, 33},
+          {1000, 3000, 777}, {1024, 1024, 1024}, {2048, 2048, 2048}, {4097, 4097, 4097}, {8192, 64, 8192}};
+}
+
+}  // namespace
+
+TEST_CASE("the step table: unique names, steps 1-7 then two library rows; only 7 and cublas+epilogue fuse") {
+  std::set<std::string> names;
+  for (const auto& st : kSteps) {
+    CHECK(names.insert(st.name).second);
+    CHECK((st.launch != nullptr));
+  }
+  REQUIRE(std::size(kSteps) == 9);
+  for (int i = 0; i < 7; ++i) CHECK_FALSE(kSteps[i].library);
+  CHECK(kSteps[7].library);
+  CHECK(kSteps[8].library);
+  CHECK(std::string(kSteps[lesson06::kFusedStep - 1].name) == "fused_epilogue");
+  for (int i = 0; i < 9; ++i) CHECK(kSteps[i].epilogue == (i == 6 || i == 8));
+  CHECK(lesson06::step_label(0) == "1");
+  CHECK(lesson06::step_label(8) == "lib");
+}
+
+TEST_CASE("reference: A B and |A||B| in float64, with leading dimensions") {
+  // A = [[1, -2, 3], [4, 5, -6]] (lda 4), B = [[1, 2], [3, -4], [-5, 6]] (ldb 3)
+  const std::vector<float> a = {1, -2, 3, 99, 4, 5, -6, 99};
+  const std::vector<float> b = {1, 2, 99, 3, -4, 99, -5, 6, 99};
+  const lesson06::Reference r = lesson06::reference_cpu(a.data(), 4, b.data(), 3, 2, 2, 3);
+  CHECK(r.ab == std::vector<double>{1 - 6 - 15, 2 + 8 + 18, 4 + 15 + 30, 8 - 20 - 36});
+  CHECK(r.abs_ab == std::vector<double>{1 + 6 + 15, 2 + 8 + 18, 4 + 15 + 30, 8 + 20 + 36});
+}
+
+TEST_CASE("max_error: a float32 dot product passes; one dropped product, or a wrong epilogue, fails") {
+  const int m = 12, n = 10, k = 4097;
+  const auto a = kl::normal_floats(m * k, 0, 1, kl::seed_for(601));
+  const auto b = kl::normal_floats(k * n, 0, 1, kl::seed_for(602));
+  const lesson06::Reference ref = lesson06::reference_cpu(a.data(), k, b.data(), n, m, n, k);
+  std::vector<float> full(m * n), dropped(m * n);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      float acc = 0.f;
+      for (int kk = 0; kk < k; ++kk) acc = std::fmaf(a[i * k + kk], b[kk * n + j], acc);
+      full[i * n + j] = acc;
+      dropped[i * n + j] = acc - a[i * k + k - 1] * b[(k - 1) * n + j];  // the K tail forgotten
+    }
+  Problem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.ldd = n;
+  lesson06::HostInputs none;
+  const double tol = lesson06::tolerance(k);
+  CHECK(lesson06::max_error(full, p, ref, none) <= tol);
+  CHECK(lesson06::max_error(dropped, p, ref, none) > tol);
+  // the same sums through relu against a reference with relu: passes; without: fails
+  p.act = Act::relu;
+  std::vector<float> relu = full;
+  for (auto& v : relu) v = v < 0.f ? 0.f : v;
+  CHECK(lesson06::max_error(relu, p, ref, none) <= tol);
+  p.act = Act::none;
+  CHECK(lesson06::max_error(relu, p, ref, none) > tol);
+  // an unwritten (NaN) element fails
+  full[17] = NAN;
+  CHECK(std::isinf(lesson06::max_error(full, p, ref, none)));
+}
+
+TEST_CASE("tolerance: K eps for short sums, 16 sqrt(K) eps for long ones, plus 8 eps") {
+  CHECK(lesson06::tolerance(1) == doctest::Approx(9 * kEps));
+  CHECK(lesson06::tolerance(64) == doctest::Approx(72 * kEps));
+  CHECK(lesson06::tolerance(4096) == doctest::Approx((1024 + 8) * kEps));
+}
+
+TEST_CASE("validate: leading dimensions, null pointers, in-place layout; zero sizes are allowed") {
+  float x = 0;
+  const auto problem = [&](int m, int n, int k) {
+    return Problem{&x, &x, nullptr, &x, nullptr, m, n, k, std::max(k, 1), std::max(n, 1), std::max(n, 1), std::max(n, 1)};
+  };
+  CHECK_NOTHROW(lesson06::validate(problem(4, 5, 6)));
+  CHECK_NOTHROW(lesson06::validate(Problem{nullptr, nullptr, nullptr, nullptr, nullptr, 0, 5, 6, 6, 5, 5, 5}));
+  CHECK_NOTHROW(lesson06::validate(problem(4, 5, 0)));
+  Problem p = problem(4, 5, 6);
+  p.lda = 5;
+  CHECK_THROWS_AS(lesson06::validate(p), kl::UsageError);
+  p = problem(4, 5, 6);
+  p.ldb = 4;
+  CHECK_THROWS_AS(lesson06::validate(p), kl::UsageError);
+  p = problem(4, 5, 6);
+  p.ldd = 4;
+  CHECK_THROWS_AS(lesson06::validate(p), kl::UsageError);
+  p = problem(4, 5, 6);
+  p.beta = 1.f;  // C is needed
+  CHECK_THROWS_AS(lesson06::validate(p), kl::UsageError);
+  p.c = &x;
+  CHECK_NOTHROW(lesson06::validate(p));  // C == D, same ld: in place
+  p.ldd = 6;
+  CHECK_THROWS_AS(lesson06::validate(p), kl::UsageError);  // in place with ldc != ldd
+  p = problem(4, 5, 6);
+  p.bias_kind = Bias::n;
+  CHECK_THROWS_AS(lesson06::validate(p), kl::UsageError);
+  p.bias = &x;
+  CHECK_NOTHROW(lesson06::validate(p));
+  CHECK_THROWS_AS(lesson06::validate(problem(-1, 5, 6)), kl::UsageError);
+  CHECK_THROWS_AS(lesson06::validate(problem(lesson06::kMaxRows + 1, 5, 6)), kl::UsageError);
+  p = problem(4, 5, 6);
+  p.a = nullptr;
+  CHECK_THROWS_AS(lesson06::validate(p), kl::UsageError);
+}
+
+TEST_CASE("the dispatcher: naive for tiny problems, the tiled kernel with a tile per SM, else split-K") {
+  using lesson06::plan;
+  CHECK(plan(64, 64, 64, kH100Sms).path == Path::naive);
+  CHECK(plan(8, 8, 4096, kH100Sms).path == Path::naive);
+  CHECK(plan(4096, 4096, 4096, kH100Sms).path == Path::tiled);
+  CHECK(plan(2048, 2048, 2048, kH100Sms).path == Path::tiled);
+  CHECK(plan(1000, 3000, 777, kH100Sms).path == Path::tiled);  // 8 x 24 tiles
+  CHECK(plan(4097, 4097, 4097, kH100Sms).path == Path::tiled);
+  const lesson06::Plan skinny = plan(8192, 64, 8192, kH100Sms);
+  CHECK(skinny.path == Path::split_k);
+  CHECK(skinny.slices == 9);  // 64 tiles of 128 x 64: ~4 blocks an SM
+  const lesson06::Plan small = plan(1024, 1024, 1024, kH100Sms);
+  CHECK(small.path == Path::split_k);
+  CHECK(small.slices == 4);  // slices at least 256 deep
+  CHECK(plan(256, 256, 256, kH100Sms).slices == 1);
+  CHECK(plan(256, 256, 256, kH100Sms).path == Path::tiled);
+  for (int k : {1, 7, 256, 777, 8192}) {
+    for (int slices : {1, 2, 3, 9, 16}) {
+      const int depth = lesson06::slice_depth(k, slices, 8);
+      CHECK(depth % 8 == 0);
+      CHECK(std::int64_t{depth} * slices >= k);
+    }
+  }
+}
+
+TEST_CASE("activations on the host: the float forms agree with the float64 reference") {
+  for (float x : {-6.f, -2.5f, -1.f, -0.1f, 0.f, 0.3f, 1.f, 4.f}) {
+    CAPTURE(x);
+    CHECK(lesson06::activate<Act::relu>(x, 0.1f) == doctest::Approx(lesson06::activate_ref(Act::relu, x, 0.1)));
+    CHECK(lesson06::activate<Act::leaky>(x, 0.1f) == doctest::Approx(lesson06::activate_ref(Act::leaky, x, 0.1)));
+    CHECK(lesson06::activate<Act::gelu_tanh>(x, 0.f) ==
+          doctest::Approx(lesson06::activate_ref(Act::gelu_tanh, x, 0)).epsilon(1e-5));
+    CHECK(lesson06::activate<Act::gelu_erf>(x, 0.f) ==
+          doctest::Approx(lesson06::activate_ref(Act::gelu_erf, x, 0)).epsilon(1e-5));
+  }
+  CHECK(lesson06::activate_ref(Act::leaky, -2, 0.1) == doctest::Approx(-0.2));
+  CHECK(lesson06::activate_ref(Act::gelu_erf, 1, 0) == doctest::Approx(0.8413447460685429));
+  CHECK(std::isnan(lesson06::activate<Act::relu>(NAN, 0.f)));
+}
+
+TEST_CASE("--sweep shapes, the default shape, and the option parsers") {
+  const auto shapes = lesson06::sweep_shapes();
+  CHECK(shapes.size() == 9);
+  CHECK(shapes.front().m == 256);
+  CHECK(shapes[5].k == 8192);
+  CHECK(shapes.back().n == 64);
+  CHECK(lesson06::kDefaultShape.m == 4096);
+  CHECK(lesson06::parse_bias("full") == Bias::full);
+  CHECK(lesson06::parse_act("gelu_erf") == Act::gelu_erf);
+  CHECK_THROWS_AS(lesson06::parse_bias("row"), kl::UsageError);
+  CHECK_THROWS_AS(lesson06::parse_act("gelu"), kl::UsageError);
+}
+
+TEST_SUITE("gpu") {
+  TEST_CASE("every step matches the float64 reference on every shape (beta C, bias n, gelu_tanh)") {
+    for (Case c : test_shapes()) {
+      c.beta = 0.5f;
+      c.alpha = 1.5f;
+      c.bias = Bias::n;
+      c.act = Act::gelu_tanh;
+      check_case(c, all_steps);
+    }
+  }
+
+  TEST_CASE("every epilogue on each path: tiled (templates), split-K and naive (run-time)") {
+    const std::vector<Case> shapes = sanitizing() ? std::vector<Case>{{1536, 1408, 8}, {200, 130, 600}, {20, 30, 40}}
+                                                  : std::vector<Case>{{1536, 1408, 44}, {200, 130, 600}, {20, 30, 40}};
+    for (Case c : shapes) {
+      const Path path = lesson06::plan(c.m, c.n, c.k, kl::sm_count()).path;
+      CAPTURE(static_cast<int>(path));
+      for (Bias bias : {Bias::none, Bias::m, Bias::n, Bias::full})
+        for (Act act : {Act::none, Act::relu, Act::leaky, Act::gelu_tanh, Act::gelu_erf})
+          for (float beta : {0.f, -0.75f}) {
+            c.bias = bias;
+            c.act = act;
+            c.beta = beta;
+            check_case(c, epilogue_steps);
+          }
+    }
+    CHECK(lesson06::plan(1536, 1408, 44, kl::sm_count()).path == Path::tiled);
+  }
+
+  TEST_CASE("alpha = 0: D = beta C + bias; beta = 0 reads no C (nullptr)") {
+    for (Case c : {Case{100, 90, 80}, Case{1536, 1408, 16}}) {
+      c.alpha = 0.f;
+      c.beta = 2.f;
+      c.bias = Bias::m;
+      check_case(c, all_steps);
+      c.alpha = -1.f;
+      c.beta = 0.f;  // check_case passes C = nullptr
+      check_case(c, all_steps);
+    }
+  }
+
+  TEST_CASE("C aliasing D: in place, every step") {
+    for (Case c : {Case{77, 65, 300}, Case{1536, 1408, 24}, Case{300, 64, 2000}}) {
+      c.beta = 1.25f;
+      c.in_place = true;
+      c.bias = Bias::n;
+      c.act = Act::relu;
+      check_case(c, all_steps);
+    }
+  }
+
+  TEST_CASE("leading dimensions larger than the width, aligned or not, and unaligned pointers") {
+    const std::vector<Case> shapes = sanitizing() ? std::vector<Case>{{33, 70, 45}, {130, 260, 24}}
+                                                  : std::vector<Case>{{33, 70, 45}, {1536, 1408, 40}, {130, 260, 1000}};
+    for (Case c : shapes) {
+      c.beta = 1.f;
+      c.bias = Bias::full;
+      c.act = Act::leaky;
+      for (auto [pa, pb, pd, off] : {std::array<int, 4>{4, 8, 12, 0}, {3, 5, 1, 0}, {0, 0, 0, 1}, {1, 2, 3, 3}}) {
+        c.pad_a = pa;
+        c.pad_b = pb;
+        c.pad_d = pd;
+        c.offset = off;
+        check_case(c, all_steps);
+      }
+    }
+  }
+
+  TEST_CASE("M, N or K = 0 is a no-op: nothing launched, D untouched") {
+    kl::DeviceBuffer<float> x(64), d(64);
+    d.poison(0x3C);
+    lesson06::Workspace ws;
+    for (const auto& st : kSteps) {
+      CAPTURE(st.name);
+      for (auto [m, n, k] : {std::array<int, 3>{0, 8, 8}, {8, 0, 8}, {8, 8, 0}}) {
+        Problem p{x.data(), x.data(), nullptr, d.data(), nullptr, m, n, k, 8, 8, 8, 8};
+        lesson06::run_step(st, p, ws, nullptr);
+      }
+    }
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    const auto got = d.download();
+    std::vector<float> poison(64);
+    std::memset(poison.data(), 0x3C, poison.size() * sizeof(float));
+    CHECK(std::memcmp(got.data(), poison.data(), poison.size() * sizeof(float)) == 0);
+    Problem bad{x.data(), x.data(), nullptr, d.data(), nullptr, 8, 8, 8, 4, 8, 8, 8};  // lda < K
+    CHECK_THROWS_AS(lesson06::gemm(bad, ws), kl::UsageError);
+  }
+
+  TEST_CASE("the public API, and a repeated call captured in a CUDA graph") {
+    for (Case c : {Case{1000, 3000, 777}, Case{8192, 64, 1024}, Case{40, 50, 60}}) {
+      c.bias = Bias::n;
+      c.act = Act::gelu_erf;
+      if (sanitizing()) c.m = std::min(c.m, 512);
+      check_case(c, [](int i) { return i == lesson06::kFusedStep - 1; }, 7);
+    }
+    const int m = 300, n = 64, k = 2048;  // split-K: the workspace grows on the first call
+    const auto a = kl::normal_floats(m * k, 0, 1, kl::seed_for(611)), b = kl::normal_floats(k * n, 0, 1, kl::seed_for(612));
+    const kl::DeviceBuffer<float> da(a), db(b);
+    kl::DeviceBuffer<float> dd(m * n);
+    lesson06::Workspace ws;
+    const Problem p{da.data(), db.data(), nullptr, dd.data(), nullptr, m, n, k, k, n, n, n};
+    REQUIRE(lesson06::plan(m, n, k, kl::sm_count()).path == Path::split_k);
+    cudaStream_t s;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    lesson06::gemm(p, ws, s);
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    dd.poison();
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    lesson06::gemm(p, ws, s);
+    CUDA_CHECK(cudaStreamEndCapture(s, &graph));
+    CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    CUDA_CHECK(cudaGraphLaunch(exec, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    CUDA_CHECK(cudaGraphExecDestroy(exec));
+    CUDA_CHECK(cudaGraphDestroy(graph));
+    CUDA_CHECK(cudaStreamDestroy(s));
+    const lesson06::Reference ref = lesson06::reference_cpu(a.data(), k, b.data(), n, m, n, k);
+    CHECK(lesson06::max_error(dd.download(), p, ref, {}) <= lesson06::tolerance(k));
+  }
+}

@@ -1,0 +1,39 @@
+// Exercise 06, solved: two shared-memory stages. Tile k+1's global loads are issued before tile k's
+// FMAs and stored into the other stage after them, so their latency hides behind the math. One
+// barrier per tile is enough: the stage a store overwrites was last read in the previous iteration,
+// which every warp finished before that iteration's barrier.
+#pragma once
+#include "lessons/06_tiled_gemm/gemm.cuh"
+
+namespace exercise06 {
+
+using lesson06::kBK;
+using lesson06::kBM;
+using lesson06::kBN;
+using lesson06::Loader128;
+
+constexpr int kStages = 2;
+
+__global__ void __launch_bounds__(lesson06::kThreads, 2) gemm_exercise(lesson06::Problem p) {
+  __shared__ __align__(16) float as[kStages][kBK * Loader128::kLdA];
+  __shared__ __align__(16) float bs[kStages][kBK * Loader128::kLdB];
+  const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
+  const bool vec_a = lesson06::aligned16(p.a, p.lda), vec_b = lesson06::aligned16(p.b, p.ldb);
+  Loader128 tile;
+  float acc[8][8] = {};
+  tile.load(p, vec_a, vec_b, m0, n0, 0, p.k);
+  tile.store(as[0], bs[0]);
+  __syncthreads();
+  int stage = 0;
+  for (int k0 = 0; k0 < p.k; k0 += kBK) {
+    const bool more = k0 + kBK < p.k;
+    if (more) tile.load(p, vec_a, vec_b, m0, n0, k0 + kBK, p.k);
+    lesson06::compute_contiguous(acc, as[stage], bs[stage]);
+    if (more) tile.store(as[stage ^ 1], bs[stage ^ 1]);
+    __syncthreads();
+    stage ^= 1;
+  }
+  lesson06::store_contiguous<lesson06::Runtime>(p, acc, m0, n0);
+}
+
+}  // namespace exercise06
