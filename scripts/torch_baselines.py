@@ -121,3 +121,7 @@ if __name__ == "__main__":
         import torch_topk  # lesson 05's rows, beside this file
 
         torch_topk.topk(sys.argv[1], gpu, time_ms, append, copy_gbps)
+    if os.path.exists(os.path.join(sys.argv[1], "lesson06.csv")):
+        import torch_gemm  # lesson 06's rows, beside this file
+
+        torch_gemm.gemm(sys.argv[1], gpu, time_ms, append, copy_gbps)
