@@ -125,3 +125,7 @@ if __name__ == "__main__":
         import torch_gemm  # lesson 06's rows, beside this file
 
         torch_gemm.gemm(sys.argv[1], gpu, time_ms, append, copy_gbps)
+    if os.path.exists(os.path.join(sys.argv[1], "lesson07.csv")):
+        import torch_attention  # lesson 07's rows, beside this file
+
+        torch_attention.attention(sys.argv[1], gpu, time_ms, append, copy_gbps)

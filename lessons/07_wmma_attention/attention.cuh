@@ -433,19 +433,20 @@ __global__ void tile_registers(Problem pr) {
 
 constexpr int kBr = 64, kBc = 64, kFlashWarps = 4;  // a block: 64 queries, 4 warps of 16 rows
 
-// The block's first query row for block index i: the last query tiles (the most keys when causal)
-// start first, so the longest blocks do not trail at the end of the grid.
-__device__ __forceinline__ void flash_block(const Problem& p, std::int64_t& head, int& q0) {
-  const int nq = (p.seq + kBr - 1) / kBr;
-  const auto bh = static_cast<std::int64_t>(p.heads_total());
-  head = blockIdx.x % bh;
-  q0 = (nq - 1 - static_cast<int>(blockIdx.x / bh)) * kBr;
+// The head and first query row of this block. Neighbouring blocks take the query tiles of one head,
+// so the blocks on the GPU at a time share a few heads' K and V in L2 (head-minor order made every
+// block read another head: 90% DRAM throughput in ncu). Within a head the last query tiles (the
+// most keys when causal) start first.
+__device__ __forceinline__ void flash_block(const Problem& p, int br, std::int64_t& head, int& q0) {
+  const int nq = (p.seq + br - 1) / br;
+  head = blockIdx.x / nq;
+  q0 = (nq - 1 - static_cast<int>(blockIdx.x % nq)) * br;
 }
 
-// The key tiles a query tile [q0, q0 + kBr) needs: all of them, or up to the diagonal when causal.
-__device__ __forceinline__ int key_tiles(const Problem& p, int q0) {
+// The key tiles a query tile [q0, q0 + br) needs: all of them, or up to the diagonal when causal.
+__device__ __forceinline__ int key_tiles(const Problem& p, int q0, int br) {
   const int nk = (p.seq + kBc - 1) / kBc;
-  return p.causal ? min(nk, (q0 + kBr + kBc - 1) / kBc) : nk;
+  return p.causal ? min(nk, (q0 + br + kBc - 1) / kBc) : nk;
 }
 
 // Rows [r0, r0 + n) of a [seq, D] head into shared memory (row stride D), zeros past seq: the tails
@@ -485,14 +486,14 @@ __global__ void __launch_bounds__(kFlashWarps * 32) flash_wmma(Problem p) {
 
   std::int64_t head;
   int q0;
-  flash_block(p, head, q0);
+  flash_block(p, kBr, head, q0);
   const std::int64_t base = head * p.seq * D;
   load_rows<D>(qs, p.q + base, q0, kBr, p.seq);
 
   const int r = lane / 2, half = lane % 2, qi = q0 + w * 16 + r;
   const float c = p.scale * kLog2e;
   float m = -INFINITY, l = 0, o[D / 2] = {};
-  const int nk = key_tiles(p, q0);
+  const int nk = key_tiles(p, q0, kBr);
   for (int kt = 0; kt < nk; ++kt) {
     const int k0 = kt * kBc;
     __syncthreads();  // the previous tile is no longer read
@@ -574,7 +575,7 @@ __device__ __forceinline__ int swz(int row, int chunk) {
 // K and V tile [k0, k0 + 64) of one head into a stage: 16-byte cp.async per chunk, zero-filled past S.
 template <int D>
 __device__ __forceinline__ void load_kv_async(__half* ks, __half* vs, const __half* k, const __half* v, int k0, int seq) {
-  for (int i = threadIdx.x; i < kBc * D / 8; i += kFlashWarps * 32) {
+  for (int i = threadIdx.x; i < kBc * D / 8; i += blockDim.x) {
     const int r = i / (D / 8), ch = i % (D / 8);
     const bool ok = k0 + r < seq;
     const std::int64_t g = ok ? static_cast<std::int64_t>(k0 + r) * D + ch * 8 : 0;
@@ -586,19 +587,24 @@ __device__ __forceinline__ void load_kv_async(__half* ks, __half* vs, const __ha
 // The FA2 recipe on mma.sync: Q fragments stay in registers for the whole key loop; S = Q·Kᵀ lands in
 // C fragments whose rows are known (g and g+8), so the row max and sum take two quad shuffles; P is
 // packed to f16 A fragments in place and multiplies V at once; the next K/V tile streams in by
-// cp.async while this one is used; ldmatrix reads swizzled (conflict-free) tiles; 2 barriers per tile.
+// cp.async while this one is used; ldmatrix reads swizzled (conflict-free) tiles; 2 barriers per tile;
+// a warp whose rows are all above a causal key tile skips it.
+// Step 6's block: 8 warps of 16 query rows. Each K/V tile brought to shared memory serves 128 queries
+// (step 5: 64), and 2 blocks per SM at D = 64 (one at D = 128) keep 16 (8) warps resident.
+constexpr int kMmaWarps = 8, kMmaBr = 16 * kMmaWarps;
+
 template <int D, bool kCausal>
-__global__ void __launch_bounds__(kFlashWarps * 32) flash_mma(Problem p) {
+__global__ void __launch_bounds__(kMmaWarps * 32, D == 64 ? 2 : 1) flash_mma(Problem p) {
   extern __shared__ __align__(128) unsigned char smem[];
   __half* kst = reinterpret_cast<__half*>(smem);  // [2 stages][kBc * D] for K, then the same for V
   __half* vst = kst + 2 * kBc * D;
   const int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   std::int64_t head;
   int q0;
-  flash_block(p, head, q0);
+  flash_block(p, kMmaBr, head, q0);
   const std::int64_t base = head * p.seq * D;
   const __half *k = p.k + base, *v = p.v + base;
-  const int nk = key_tiles(p, q0);
+  const int nk = key_tiles(p, q0, kMmaBr);
   load_kv_async<D>(kst, vst, k, v, 0, p.seq);
   cp_async_commit();
 
@@ -628,64 +634,65 @@ __global__ void __launch_bounds__(kFlashWarps * 32) flash_mma(Problem p) {
     __syncthreads();  // this stage's tile has landed for every thread
     const __half* ks = kst + stage * kBc * D;
     const __half* vs = vst + stage * kBc * D;
-
-    // S (16 × 64) = Q·Kᵀ: n-tile nt holds keys nt*8 .. +7; one ldmatrix.x4 gives two k-steps of it
-    float s[kBc / 8][4] = {};
+    if (!kCausal || k0 <= row0 - g + 15) {  // else the warp's 16 rows see none of these keys
+      // S (16 × 64) = Q·Kᵀ: n-tile nt holds keys nt*8 .. +7; one ldmatrix.x4 gives two k-steps of it
+      float s[kBc / 8][4] = {};
 #pragma unroll
-    for (int nt = 0; nt < kBc / 8; ++nt) {
+      for (int nt = 0; nt < kBc / 8; ++nt) {
 #pragma unroll
-      for (int kk = 0; kk < D / 16; kk += 2) {
-        std::uint32_t b[4];
-        ldmatrix_x4(b, ks + swz<D>(nt * 8 + r8, kk * 2 + mi));
-        mma_16816(s[nt], qa[kk], b[0], b[1]);
-        mma_16816(s[nt], qa[kk + 1], b[2], b[3]);
-      }
-    }
-    // mask only the tiles that need it: the sequence's tail and, when causal, the diagonal
-    if (k0 + kBc > p.seq || (kCausal && k0 + kBc - 1 > q0)) {
-#pragma unroll
-      for (int nt = 0; nt < kBc / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = k0 + nt * 8 + 2 * t + e % 2, row = row0 + (e / 2) * 8;
-          if (key >= p.seq || (kCausal && key > row)) s[nt][e] = -INFINITY;
+        for (int kk = 0; kk < D / 16; kk += 2) {
+          std::uint32_t b[4];
+          ldmatrix_x4(b, ks + swz<D>(nt * 8 + r8, kk * 2 + mi));
+          mma_16816(s[nt], qa[kk], b[0], b[1]);
+          mma_16816(s[nt], qa[kk + 1], b[2], b[3]);
         }
-    }
-    // online softmax for rows g (h = 0) and g + 8 (h = 1); l keeps this lane's partial sum
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float mt = m[h];
-#pragma unroll
-      for (int nt = 0; nt < kBc / 8; ++nt) mt = fmaxf(mt, fmaxf(s[nt][2 * h], s[nt][2 * h + 1]));
-      mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
-      mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
-      const float mc = mt == -INFINITY ? 0.f : mt * c;
-      const float alpha = exp2_fast(m[h] * c - mc);
-      m[h] = mt;
-      float sum = 0;
-#pragma unroll
-      for (int nt = 0; nt < kBc / 8; ++nt)
-#pragma unroll
-        for (int e = 2 * h; e < 2 * h + 2; ++e) sum += s[nt][e] = exp2_fast(fmaf(s[nt][e], c, -mc));
-      l[h] = l[h] * alpha + sum;
-#pragma unroll
-      for (int n = 0; n < D / 8; ++n) {
-        o[n][2 * h] *= alpha;
-        o[n][2 * h + 1] *= alpha;
       }
-    }
-    // O += P·V: k-step ks = keys 16ks .. +15 = S's n-tiles 2ks and 2ks+1, already in A layout
+      // mask only the tiles that need it: the sequence's tail and, when causal, the diagonal
+      if (k0 + kBc > p.seq || (kCausal && k0 + kBc - 1 > row0 - g)) {
 #pragma unroll
-    for (int ks16 = 0; ks16 < kBc / 16; ++ks16) {
-      const std::uint32_t pa[4] = {pack_half2(s[2 * ks16][0], s[2 * ks16][1]), pack_half2(s[2 * ks16][2], s[2 * ks16][3]),
-                                   pack_half2(s[2 * ks16 + 1][0], s[2 * ks16 + 1][1]),
-                                   pack_half2(s[2 * ks16 + 1][2], s[2 * ks16 + 1][3])};
+        for (int nt = 0; nt < kBc / 8; ++nt)
 #pragma unroll
-      for (int n = 0; n < D / 8; n += 2) {
-        std::uint32_t b[4];
-        ldmatrix_x4_trans(b, vs + swz<D>(ks16 * 16 + (mi % 2) * 8 + r8, n + mi / 2));
-        mma_16816(o[n], pa, b[0], b[1]);
-        mma_16816(o[n + 1], pa, b[2], b[3]);
+          for (int e = 0; e < 4; ++e) {
+            const int key = k0 + nt * 8 + 2 * t + e % 2, row = row0 + (e / 2) * 8;
+            if (key >= p.seq || (kCausal && key > row)) s[nt][e] = -INFINITY;
+          }
+      }
+      // online softmax for rows g (h = 0) and g + 8 (h = 1); l keeps this lane's partial sum
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float mt = m[h];
+#pragma unroll
+        for (int nt = 0; nt < kBc / 8; ++nt) mt = fmaxf(mt, fmaxf(s[nt][2 * h], s[nt][2 * h + 1]));
+        mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 1));
+        mt = fmaxf(mt, __shfl_xor_sync(0xffffffffu, mt, 2));
+        const float mc = mt == -INFINITY ? 0.f : mt * c;
+        const float alpha = exp2_fast(m[h] * c - mc);
+        m[h] = mt;
+        float sum = 0;
+#pragma unroll
+        for (int nt = 0; nt < kBc / 8; ++nt)
+#pragma unroll
+          for (int e = 2 * h; e < 2 * h + 2; ++e) sum += s[nt][e] = exp2_fast(fmaf(s[nt][e], c, -mc));
+        l[h] = l[h] * alpha + sum;
+#pragma unroll
+        for (int n = 0; n < D / 8; ++n) {
+          o[n][2 * h] *= alpha;
+          o[n][2 * h + 1] *= alpha;
+        }
+      }
+      // O += P·V: k-step ks = keys 16ks .. +15 = S's n-tiles 2ks and 2ks+1, already in A layout
+#pragma unroll
+      for (int ks16 = 0; ks16 < kBc / 16; ++ks16) {
+        const std::uint32_t pa[4] = {pack_half2(s[2 * ks16][0], s[2 * ks16][1]), pack_half2(s[2 * ks16][2], s[2 * ks16][3]),
+                                     pack_half2(s[2 * ks16 + 1][0], s[2 * ks16 + 1][1]),
+                                     pack_half2(s[2 * ks16 + 1][2], s[2 * ks16 + 1][3])};
+#pragma unroll
+        for (int n = 0; n < D / 8; n += 2) {
+          std::uint32_t b[4];
+          ldmatrix_x4_trans(b, vs + swz<D>(ks16 * 16 + (mi % 2) * 8 + r8, n + mi / 2));
+          mma_16816(o[n], pa, b[0], b[1]);
+          mma_16816(o[n + 1], pa, b[2], b[3]);
+        }
       }
     }
     __syncthreads();  // every warp is done with this stage before the next cp.async overwrites it
@@ -747,27 +754,27 @@ inline void launch_tile_registers(const Problem& p, Workspace&, cudaStream_t s) 
   CUDA_CHECK_LAUNCH();
 }
 
-inline unsigned flash_blocks(const Problem& p) {
-  const std::int64_t n = (p.seq + kBr - 1) / kBr * p.heads_total();
+inline unsigned flash_blocks(const Problem& p, int br) {
+  const std::int64_t n = (p.seq + br - 1) / br * p.heads_total();
   if (n > 0x7fffffff) throw NotSupported("more than 2^31 - 1 query tiles");
   return static_cast<unsigned>(n);
 }
 
 template <class Kernel>
-void launch_with_smem(Kernel kernel, std::size_t smem, const Problem& p, cudaStream_t s) {
+void launch_with_smem(Kernel kernel, std::size_t smem, int warps, const Problem& p, cudaStream_t s) {
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-  kernel<<<flash_blocks(p), kFlashWarps * 32, smem, s>>>(p);
+  kernel<<<flash_blocks(p, 16 * warps), warps * 32, smem, s>>>(p);
   CUDA_CHECK_LAUNCH();
 }
 
 inline void launch_flash_wmma(const Problem& p, Workspace&, cudaStream_t s) {
-  if (p.dim == 64) launch_with_smem(flash_wmma<64>, flash_wmma_smem<64>(), p, s);
-  else launch_with_smem(flash_wmma<128>, flash_wmma_smem<128>(), p, s);
+  if (p.dim == 64) launch_with_smem(flash_wmma<64>, flash_wmma_smem<64>(), kFlashWarps, p, s);
+  else launch_with_smem(flash_wmma<128>, flash_wmma_smem<128>(), kFlashWarps, p, s);
 }
 
 inline void launch_flash_mma(const Problem& p, Workspace&, cudaStream_t s) {
-  if (p.dim == 64) launch_with_smem(p.causal ? flash_mma<64, true> : flash_mma<64, false>, flash_mma_smem<64>(), p, s);
-  else launch_with_smem(p.causal ? flash_mma<128, true> : flash_mma<128, false>, flash_mma_smem<128>(), p, s);
+  if (p.dim == 64) launch_with_smem(p.causal ? flash_mma<64, true> : flash_mma<64, false>, flash_mma_smem<64>(), kMmaWarps, p, s);
+  else launch_with_smem(p.causal ? flash_mma<128, true> : flash_mma<128, false>, flash_mma_smem<128>(), kMmaWarps, p, s);
 }
 
 // ---- the library baseline: cuBLAS batched GEMM, lesson 04's softmax, cuBLAS batched GEMM ---------------
@@ -886,7 +893,7 @@ inline constexpr AttentionStep kSteps[] = {
      launch_library},
     {"5", "flash_wmma", "64-query blocks loop over 64-key tiles: WMMA + online (max, sum) + output rescale",
      Part::flash, false, launch_flash_wmma},
-    {"6", "flash_mma", "mma.sync, Q/S/P/O in registers, swizzled ldmatrix, cp.async double buffer", Part::flash, false,
+    {"6", "flash_mma", "128-query blocks, mma.sync, Q/S/P/O in registers, swizzled ldmatrix, cp.async x2", Part::flash, false,
      launch_flash_mma},
     {"lib", "cublas_materialised_S", "cuBLAS batched GEMM -> S in memory, lesson 04 softmax, batched GEMM", Part::flash,
      true, launch_library},
