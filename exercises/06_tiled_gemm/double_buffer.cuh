@@ -16,7 +16,7 @@
 // The test checks the result on many shapes (tails in M, N, K) and that the kernel holds two stages.
 // Then: cmake --build --preset release && ctest --preset exercises -R exercise06
 #pragma once
-#include "lessons/06_tiled_gemm/gemm.cuh"
+#include "lessons/06_tiled_gemm/tiles.cuh"
 
 namespace exercise06 {
 
@@ -31,11 +31,11 @@ __global__ void __launch_bounds__(lesson06::kThreads, 2) gemm_exercise(lesson06:
   __shared__ __align__(16) float as[kStages][kBK * Loader128::kLdA];
   __shared__ __align__(16) float bs[kStages][kBK * Loader128::kLdB];
   const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
-  const bool vec_a = lesson06::aligned16(p.a, p.lda), vec_b = lesson06::aligned16(p.b, p.ldb);
   Loader128 tile;
+  tile.start(p, m0, n0, 0);
   float acc[8][8] = {};
   for (int k0 = 0; k0 < p.k; k0 += kBK) {  // TODO: prefetch tile k0 + kBK while computing tile k0
-    tile.load(p, vec_a, vec_b, m0, n0, k0, p.k);
+    tile.load(p, p.k);
     tile.store(as[0], bs[0]);
     __syncthreads();
     lesson06::compute_contiguous(acc, as[0], bs[0]);

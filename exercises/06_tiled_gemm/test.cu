@@ -7,8 +7,9 @@
 #include <array>
 #include <vector>
 
+#include "common/buffer.cuh"
 #include "common/random.hpp"
-#include "lessons/06_tiled_gemm/gemm.cuh"
+#include "lessons/06_tiled_gemm/tiles.cuh"
 #include <double_buffer.cuh>  // exercises/ or solutions/, by include path
 
 namespace {

@@ -1,8 +1,9 @@
 // Lesson 06 — tiled SGEMM with double buffering and a fused epilogue:
 //   D = act(alpha · A·B + beta · C + bias),  A [M, K], B [K, N], C and D [M, N], float32, row-major
 // with leading dimensions. Steps 1-6 compute the GEMM part (alpha · A·B + beta · C); step 7 adds the
-// bias and the activation inside the same kernel. main.cu and test.cu walk kSteps (the end of this
-// file), so a new step is benchmarked and tested by adding one entry.
+// bias and the activation inside the same kernel. The pieces the steps share (problem, epilogue,
+// tile loader, float64 reference) are in tiles.cuh. main.cu and test.cu walk kSteps (near the end
+// of this file), so a new step is benchmarked and tested by adding one entry.
 #pragma once
 #include <cublas_v2.h>
 
@@ -17,134 +18,9 @@
 #include "common/device.cuh"
 #include "common/parallel.hpp"
 #include "common/reference.hpp"
+#include "lessons/06_tiled_gemm/tiles.cuh"
 
 namespace lesson06 {
-
-// ---- the problem ----------------------------------------------------------------------------------
-
-enum class Bias { none, m, n, full };  // bias[m], bias[n], or a full [M, N] matrix (leading dimension N)
-enum class Act { none, relu, leaky, gelu_tanh, gelu_erf };
-
-inline const char* bias_name(Bias b) {
-  const char* names[] = {"none", "m", "n", "full"};
-  return names[static_cast<int>(b)];
-}
-inline const char* act_name(Act a) {
-  const char* names[] = {"none", "relu", "leaky", "gelu_tanh", "gelu_erf"};
-  return names[static_cast<int>(a)];
-}
-
-// One call. C is read only when beta != 0 (it may then be nullptr), and may be D itself (in place,
-// with ldc == ldd). M, N or K = 0 is a no-op: nothing is launched and D is left as it was.
-struct Problem {
-  const float* a = nullptr;
-  const float* b = nullptr;
-  const float* c = nullptr;
-  float* d = nullptr;
-  const float* bias = nullptr;
-  int m = 0, n = 0, k = 0;
-  int lda = 0, ldb = 0, ldc = 0, ldd = 0;
-  float alpha = 1.f, beta = 0.f;
-  Bias bias_kind = Bias::none;
-  Act act = Act::none;
-  float slope = 0.01f;  // LeakyReLU's slope for x < 0
-};
-
-// The GEMM part only (what steps 1-6 and cuBLAS compute): the same problem without bias and activation.
-inline Problem plain(Problem p) {
-  p.bias_kind = Bias::none;
-  p.act = Act::none;
-  return p;
-}
-
-constexpr int kMaxRows = 1 << 19;  // grid.y of the naive kernel stays below 65536 blocks
-
-// Refuses what no step can do, before anything is launched.
-inline void validate(const Problem& p) {
-  const auto fail = [](const std::string& why) { throw kl::UsageError(why); };
-  if (p.m < 0 || p.n < 0 || p.k < 0) fail("M, N and K must not be negative");
-  if (p.m > kMaxRows) fail("M = " + std::to_string(p.m) + " is too large (at most 2^19)");
-  if (p.lda < std::max(p.k, 1)) fail("lda = " + std::to_string(p.lda) + " is smaller than K = " + std::to_string(p.k));
-  if (p.ldb < std::max(p.n, 1)) fail("ldb = " + std::to_string(p.ldb) + " is smaller than N = " + std::to_string(p.n));
-  if (p.ldd < std::max(p.n, 1)) fail("ldd = " + std::to_string(p.ldd) + " is smaller than N = " + std::to_string(p.n));
-  if (p.beta != 0.f && p.ldc < std::max(p.n, 1)) fail("ldc = " + std::to_string(p.ldc) + " is smaller than N");
-  if (p.m == 0 || p.n == 0 || p.k == 0) return;
-  if (!p.a || !p.b || !p.d) fail("A, B and D must not be null");
-  if (p.beta != 0.f && !p.c) fail("beta != 0 needs C");
-  if (p.bias_kind != Bias::none && !p.bias) fail(std::string("bias ") + bias_name(p.bias_kind) + " needs a bias vector");
-  if (p.c == p.d && p.beta != 0.f && p.ldc != p.ldd) fail("C aliasing D (in place) needs ldc == ldd");
-}
-
-// ---- the epilogue ---------------------------------------------------------------------------------
-
-template <Act A>
-__host__ __device__ __forceinline__ float activate(float x, float slope) {
-  if constexpr (A == Act::relu) return x < 0.f ? 0.f : x;  // NaN stays NaN
-  else if constexpr (A == Act::leaky) return x < 0.f ? slope * x : x;
-  else if constexpr (A == Act::gelu_tanh) return 0.5f * x * (1.f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
-  else if constexpr (A == Act::gelu_erf) return 0.5f * x * (1.f + erff(x * 0.7071067812f));
-  else return x;
-}
-
-template <Bias B>
-__device__ __forceinline__ float bias_at(const Problem& p, int m, int n) {
-  if constexpr (B == Bias::m) return p.bias[m];
-  else if constexpr (B == Bias::n) return p.bias[n];
-  else if constexpr (B == Bias::full) return p.bias[std::int64_t{m} * p.n + n];
-  else return 0.f;
-}
-
-// The fused epilogue as template arguments: each (bias, activation, beta·C) combination is its own
-// kernel, so the code that runs holds no branch on them.
-template <Bias B, Act A, bool HasC>
-struct Fused {
-  static __device__ __forceinline__ float apply(const Problem& p, float acc, int m, int n) {
-    float v = p.alpha * acc;
-    if constexpr (HasC) v = fmaf(p.beta, p.c[std::int64_t{m} * p.ldc + n], v);
-    if constexpr (B != Bias::none) v += bias_at<B>(p, m, n);
-    return activate<A>(v, p.slope);
-  }
-};
-
-// The same arithmetic chosen at run time: for the naive kernel, steps 2-5 and the split-K reduction.
-struct Runtime {
-  static __device__ float apply(const Problem& p, float acc, int m, int n) {
-    float v = p.alpha * acc;
-    if (p.beta != 0.f) v = fmaf(p.beta, p.c[std::int64_t{m} * p.ldc + n], v);
-    switch (p.bias_kind) {
-      case Bias::m: v += bias_at<Bias::m>(p, m, n); break;
-      case Bias::n: v += bias_at<Bias::n>(p, m, n); break;
-      case Bias::full: v += bias_at<Bias::full>(p, m, n); break;
-      default: break;
-    }
-    switch (p.act) {
-      case Act::relu: return activate<Act::relu>(v, p.slope);
-      case Act::leaky: return activate<Act::leaky>(v, p.slope);
-      case Act::gelu_tanh: return activate<Act::gelu_tanh>(v, p.slope);
-      case Act::gelu_erf: return activate<Act::gelu_erf>(v, p.slope);
-      default: return v;
-    }
-  }
-};
-
-// Four accumulators of row m, columns n..n+3, through the epilogue into d: one 16-byte store when
-// the four are inside and d's rows are 16-byte aligned, else one checked store each.
-template <class Epi>
-__device__ __forceinline__ void store4(const Problem& p, float* d, bool vec_d, int m, int n, float4 acc) {
-  if (m >= p.m) return;
-  float* row = d + std::int64_t{m} * p.ldd;
-  if (vec_d && n + 3 < p.n) {
-    *reinterpret_cast<float4*>(row + n) = make_float4(Epi::apply(p, acc.x, m, n), Epi::apply(p, acc.y, m, n + 1),
-                                                      Epi::apply(p, acc.z, m, n + 2), Epi::apply(p, acc.w, m, n + 3));
-    return;
-  }
-  const float v[4] = {acc.x, acc.y, acc.z, acc.w};
-#pragma unroll
-  for (int j = 0; j < 4; ++j)
-    if (n + j < p.n) row[n + j] = Epi::apply(p, v[j], m, n + j);
-}
-
-__host__ __device__ inline bool aligned16(const void* ptr, int ld) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0 && ld % 4 == 0; }
 
 // ---- step 1: one thread per output ------------------------------------------------------------------
 
@@ -195,9 +71,6 @@ inline void launch_smem_tiles(const Problem& p, cudaStream_t s) {
 
 // ---- step 3: a register tile per thread -----------------------------------------------------------
 
-// Steps 3-5 use a 128x128 block tile, K in slices of 8, 256 threads of 8x8 outputs each.
-constexpr int kBM = 128, kBN = 128, kBK = 8, kThreads = 256, kTM = 8, kTN = 8;
-
 // Each thread accumulates an 8x8 tile as outer products: 16 shared loads feed 64 FMAs (step 2: 2 per 1).
 __global__ void __launch_bounds__(kThreads) gemm_register_tile(Problem p) {
   __shared__ float as[kBM][kBK];
@@ -238,100 +111,9 @@ __global__ void __launch_bounds__(kThreads) gemm_register_tile(Problem p) {
     }
 }
 
-inline dim3 tile_grid(const Problem& p, int bm, int bn, int slices = 1) {
-  return dim3((p.n + bn - 1) / bn, (p.m + bm - 1) / bm, slices);
-}
-
 inline void launch_register_tile(const Problem& p, cudaStream_t s) {
   gemm_register_tile<<<tile_grid(p, kBM, kBN), kThreads, 0, s>>>(p);
   CUDA_CHECK_LAUNCH();
-}
-
-// ---- steps 4-7: 16-byte loads, A transposed in shared memory ------------------------------------
-
-// Four consecutive floats of row r, from column c: one 16-byte load when they are all inside and
-// aligned, else checked single loads; zeros past the edges (the tails stay inside the kernel).
-__device__ __forceinline__ float4 load4(const float* x, int ld, int r, int c, int rows, int cols, bool vec) {
-  if (r >= rows) return make_float4(0.f, 0.f, 0.f, 0.f);
-  const float* row = x + std::int64_t{r} * ld;
-  if (vec && c + 3 < cols) return *reinterpret_cast<const float4*>(row + c);
-  return make_float4(c < cols ? row[c] : 0.f, c + 1 < cols ? row[c + 1] : 0.f, c + 2 < cols ? row[c + 2] : 0.f,
-                     c + 3 < cols ? row[c + 3] : 0.f);
-}
-
-// Moves one BMxBK tile of A and one BKxBN tile of B through registers into shared memory, 16 bytes a
-// thread at a time. A is stored transposed (as[k][m]) so that a thread's column of A is contiguous;
-// its rows are padded by 4 floats so the transposing stores of a warp fall in different banks.
-template <int BM, int BN, int BK, int Threads>
-struct TileLoader {
-  static constexpr int kPadA = 4, kLdA = BM + kPadA, kLdB = BN;
-  static constexpr int kA = BM * BK / 4 / Threads, kB = BK * BN / 4 / Threads;  // float4 per thread
-  static_assert(kA >= 1 && kB >= 1 && kA * 4 * Threads == BM * BK && kB * 4 * Threads == BK * BN, "tile/threads");
-  float4 ra[kA], rb[kB];
-
-  __device__ __forceinline__ void load(const Problem& p, bool vec_a, bool vec_b, int m0, int n0, int k0, int k_end) {
-#pragma unroll
-    for (int i = 0; i < kA; ++i) {
-      const int e = threadIdx.x + i * Threads, r = e / (BK / 4), c = e % (BK / 4) * 4;
-      ra[i] = load4(p.a, p.lda, m0 + r, k0 + c, p.m, k_end, vec_a);
-    }
-#pragma unroll
-    for (int i = 0; i < kB; ++i) {
-      const int e = threadIdx.x + i * Threads, r = e / (BN / 4), c = e % (BN / 4) * 4;
-      rb[i] = load4(p.b, p.ldb, k0 + r, n0 + c, k_end, p.n, vec_b);
-    }
-  }
-  __device__ __forceinline__ void store(float* as, float* bs) const {
-#pragma unroll
-    for (int i = 0; i < kA; ++i) {
-      const int e = threadIdx.x + i * Threads, r = e / (BK / 4), c = e % (BK / 4) * 4;
-      as[(c + 0) * kLdA + r] = ra[i].x;
-      as[(c + 1) * kLdA + r] = ra[i].y;
-      as[(c + 2) * kLdA + r] = ra[i].z;
-      as[(c + 3) * kLdA + r] = ra[i].w;
-    }
-#pragma unroll
-    for (int i = 0; i < kB; ++i) {
-      const int e = threadIdx.x + i * Threads, r = e / (BN / 4), c = e % (BN / 4) * 4;
-      *reinterpret_cast<float4*>(&bs[r * kLdB + c]) = rb[i];
-    }
-  }
-};
-
-// acc[8][8] += (a0, a1) x (b0, b1): the outer product of a thread's 8 A values and 8 B values.
-__device__ __forceinline__ void outer8(float (&acc)[8][8], float4 a0, float4 a1, float4 b0, float4 b1) {
-  const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
-  const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-#pragma unroll
-  for (int i = 0; i < 8; ++i)
-#pragma unroll
-    for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-}
-
-using Loader128 = TileLoader<kBM, kBN, kBK, kThreads>;
-
-// Steps 4-5: thread (ty, tx) owns rows ty*8.. and columns tx*8.. of the block tile; one k-slice of
-// the tile in shared memory is 4 16-byte reads for 64 FMAs.
-__device__ __forceinline__ void compute_contiguous(float (&acc)[8][8], const float* as, const float* bs) {
-  const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
-#pragma unroll
-  for (int kk = 0; kk < kBK; ++kk) {
-    const float4* a = reinterpret_cast<const float4*>(as + kk * Loader128::kLdA + ty * 8);
-    const float4* b = reinterpret_cast<const float4*>(bs + kk * Loader128::kLdB + tx * 8);
-    outer8(acc, a[0], a[1], b[0], b[1]);
-  }
-}
-
-template <class Epi>
-__device__ __forceinline__ void store_contiguous(const Problem& p, const float (&acc)[8][8], int m0, int n0) {
-  const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
-  const bool vec_d = aligned16(p.d, p.ldd);
-#pragma unroll
-  for (int i = 0; i < 8; ++i)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      store4<Epi>(p, p.d, vec_d, m0 + ty * 8 + i, n0 + tx * 8 + 4 * h,
-                  make_float4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]));
 }
 
 // Step 4: 16-byte global loads, A transposed so each thread reads its 8 A values as two float4
@@ -340,11 +122,11 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_vector(Problem p) {
   __shared__ __align__(16) float as[kBK * Loader128::kLdA];
   __shared__ __align__(16) float bs[kBK * Loader128::kLdB];
   const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
-  const bool vec_a = aligned16(p.a, p.lda), vec_b = aligned16(p.b, p.ldb);
   Loader128 tile;
+  tile.start(p, m0, n0, 0);
   float acc[8][8] = {};
   for (int k0 = 0; k0 < p.k; k0 += kBK) {
-    tile.load(p, vec_a, vec_b, m0, n0, k0, p.k);
+    tile.load(p, p.k);
     tile.store(as, bs);
     __syncthreads();
     compute_contiguous(acc, as, bs);
@@ -364,16 +146,16 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_double_buffer(Problem p) {
   __shared__ __align__(16) float as[2][kBK * Loader128::kLdA];
   __shared__ __align__(16) float bs[2][kBK * Loader128::kLdB];
   const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
-  const bool vec_a = aligned16(p.a, p.lda), vec_b = aligned16(p.b, p.ldb);
   Loader128 tile;
+  tile.start(p, m0, n0, 0);
   float acc[8][8] = {};
-  tile.load(p, vec_a, vec_b, m0, n0, 0, p.k);
+  tile.load(p, p.k);
   tile.store(as[0], bs[0]);
   __syncthreads();
   int stage = 0;
   for (int k0 = 0; k0 < p.k; k0 += kBK) {
     const bool more = k0 + kBK < p.k;
-    if (more) tile.load(p, vec_a, vec_b, m0, n0, k0 + kBK, p.k);
+    if (more) tile.load(p, p.k);
     compute_contiguous(acc, as[stage], bs[stage]);
     if (more) tile.store(as[stage ^ 1], bs[stage ^ 1]);
     __syncthreads();
@@ -401,7 +183,7 @@ struct Config {
   using Loader = TileLoader<BM, BN, BK, kThreads>;
 };
 
-// The configuration step 6 and 7 use on the H100 (see the README's tuning table, `lesson06 --tune`).
+// The configuration step 6 and 7 use on the H100 (the README's tuning table; main.cu's `--tune`).
 using Tuned = Config<128, 128, 8>;
 // Few output tiles (skinny or small problems): smaller tiles and K split over slices.
 using SplitCfg = Config<128, 64, 8>;
@@ -420,16 +202,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   const int wm = warp / Cfg::kWarpsN * 32 + lane / 8 * 4, wn = warp % Cfg::kWarpsN * 64 + lane % 8 * 4;
   const int m0 = blockIdx.y * Cfg::BM, n0 = blockIdx.x * Cfg::BN;
   const int k_begin = blockIdx.z * k_slice, k_end = min(p.k, k_begin + k_slice);
-  const bool vec_a = aligned16(p.a, p.lda), vec_b = aligned16(p.b, p.ldb);
   Loader tile;
+  tile.start(p, m0, n0, k_begin);
   float acc[8][8] = {};
-  tile.load(p, vec_a, vec_b, m0, n0, k_begin, k_end);
+  tile.load(p, k_end);
   tile.store(as[0], bs[0]);
   __syncthreads();
   int stage = 0;
   for (int k0 = k_begin; k0 < k_end; k0 += Cfg::BK) {
     const bool more = k0 + Cfg::BK < k_end;
-    if (more) tile.load(p, vec_a, vec_b, m0, n0, k0 + Cfg::BK, k_end);
+    if (more) tile.load(p, k_end);
 #pragma unroll
     for (int kk = 0; kk < Cfg::BK; ++kk) {
       const float* a = as[stage] + kk * Loader::kLdA + wm;
@@ -571,31 +353,6 @@ inline void launch_fused(const Problem& p, Workspace& ws, cudaStream_t s) {
   else with_epilogue(p, [&](auto epi) { launch_warp_tiled<Tuned, decltype(epi)>(p, s); });
 }
 
-// ---- tuning step 6 (lesson06 --tune) ----------------------------------------------------------------
-
-// The candidates `--tune` times at a shape, each with K split into 1, 2, 4 or 8 slices (D = A B, no
-// epilogue; slices > 1 add the reduction kernel). Tuned and SplitCfg above are the winners.
-template <class Cfg>
-void launch_candidate(const Problem& p, int slices, Workspace& ws, cudaStream_t s) {
-  if (slices == 1) launch_warp_tiled<Cfg, Fused<Bias::none, Act::none, false>>(p, s);
-  else launch_split_k<Cfg>(p, slices, ws, s);
-}
-
-struct Candidate {
-  const char* name;
-  int threads;
-  void (*launch)(const Problem& p, int slices, Workspace& ws, cudaStream_t s);
-};
-
-inline constexpr Candidate kCandidates[] = {
-    {"128x128x8", Config<128, 128, 8>::kThreads, launch_candidate<Config<128, 128, 8>>},
-    {"128x128x16", Config<128, 128, 16>::kThreads, launch_candidate<Config<128, 128, 16>>},
-    {"64x128x8", Config<64, 128, 8>::kThreads, launch_candidate<Config<64, 128, 8>>},
-    {"128x64x8", Config<128, 64, 8>::kThreads, launch_candidate<Config<128, 64, 8>>},
-    {"128x64x16", Config<128, 64, 16>::kThreads, launch_candidate<Config<128, 64, 16>>},
-    {"64x64x16", Config<64, 64, 16>::kThreads, launch_candidate<Config<64, 64, 16>>},
-};
-
 // ---- the library baselines ------------------------------------------------------------------------
 
 inline void blas_check(cublasStatus_t st, const char* what) {
@@ -694,35 +451,7 @@ inline void run_step(const GemmStep& st, const Problem& p, Workspace& ws, cudaSt
 // The public API: D = act(alpha A B + beta C + bias) through the dispatcher (step 7).
 inline void gemm(const Problem& p, Workspace& ws, cudaStream_t s = nullptr) { run_step(kSteps[kFusedStep - 1], p, ws, s); }
 
-// ---- the float64 reference ------------------------------------------------------------------------
-
-// A*B and |A|*|B| in float64 (the second scales the error: a float32 dot product of K terms can be
-// off by up to ~K eps of sum |a b|).
-struct Reference {
-  std::vector<double> ab, abs_ab;
-};
-
-inline Reference reference_cpu(const float* a, int lda, const float* b, int ldb, int m, int n, int k) {
-  Reference r{std::vector<double>(std::size_t(m) * n), std::vector<double>(std::size_t(m) * n)};
-  kl::parallel_for(m, [&](std::size_t i0, std::size_t i1) {
-    std::vector<double> row(n), abs_row(n);
-    for (std::size_t i = i0; i < i1; ++i) {
-      std::fill(row.begin(), row.end(), 0.0);
-      std::fill(abs_row.begin(), abs_row.end(), 0.0);
-      for (int kk = 0; kk < k; ++kk) {
-        const double av = a[i * lda + kk];
-        const float* brow = b + std::size_t(kk) * ldb;
-        for (int j = 0; j < n; ++j) {
-          row[j] += av * brow[j];
-          abs_row[j] += std::fabs(av * brow[j]);
-        }
-      }
-      std::copy(row.begin(), row.end(), r.ab.begin() + i * n);
-      std::copy(abs_row.begin(), abs_row.end(), r.abs_ab.begin() + i * n);
-    }
-  });
-  return r;
-}
+// ---- the float64 reference on the GPU -------------------------------------------------------------
 
 // The same on the GPU with cublasDgemm, for shapes too large for the CPU.
 inline Reference reference_gpu(const float* a, int lda, const float* b, int ldb, int m, int n, int k, Workspace& ws) {
@@ -756,57 +485,6 @@ constexpr double kCpuReferenceBelow = 1 << 25;  // M*N*K: above this the float64
 inline Reference reference(const float* a, int lda, const float* b, int ldb, int m, int n, int k, Workspace& ws) {
   if (static_cast<double>(m) * n * k <= kCpuReferenceBelow) return reference_cpu(a, lda, b, ldb, m, n, k);
   return reference_gpu(a, lda, b, ldb, m, n, k, ws);
-}
-
-inline double activate_ref(Act act, double x, double slope) {
-  switch (act) {
-    case Act::relu: return x < 0 ? 0.0 : x;
-    case Act::leaky: return x < 0 ? slope * x : x;
-    case Act::gelu_tanh: return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-    case Act::gelu_erf: return 0.5 * x * (1.0 + std::erf(x * 0.7071067811865476));
-    default: return x;
-  }
-}
-
-// The host inputs of one check (C and bias may be empty when unused), laid out as p says.
-struct HostInputs {
-  std::vector<float> c, bias;
-};
-
-// Largest error of d (rows of p.ldd) against the reference, each element relative to the scale of
-// its terms, |alpha| sum|a b| + |beta c| + |bias|; NaN and inf must match exactly.
-inline double max_error(const std::vector<float>& d, const Problem& p, const Reference& ref, const HostInputs& in) {
-  std::vector<double> worst(std::max(p.m, 1), 0.0);
-  kl::parallel_for(p.m, [&](std::size_t i0, std::size_t i1) {
-    for (std::size_t i = i0; i < i1; ++i) {
-      for (int j = 0; j < p.n; ++j) {
-        const std::size_t e = i * p.n + j;
-        double v = double(p.alpha) * ref.ab[e], scale = std::fabs(double(p.alpha)) * ref.abs_ab[e];
-        if (p.beta != 0.f) {
-          const double c = double(p.beta) * in.c[i * p.ldc + j];
-          v += c;
-          scale += std::fabs(c);
-        }
-        double bias = 0;
-        if (p.bias_kind == Bias::m) bias = in.bias[i];
-        else if (p.bias_kind == Bias::n) bias = in.bias[j];
-        else if (p.bias_kind == Bias::full) bias = in.bias[e];
-        v += bias;
-        scale += std::fabs(bias);
-        const double want = activate_ref(p.act, v, p.slope);
-        worst[i] = std::max(worst[i], kl::scaled_error(d[i * p.ldd + j], want, scale + 1e-30));
-      }
-    }
-  });
-  return *std::max_element(worst.begin(), worst.end());
-}
-
-// Rounding errors of a float32 dot product of K terms: at most ~K eps of sum|a b| in the worst case;
-// in practice they grow like sqrt(K) (see kl::sum_tolerance), so we allow min(K, 16 sqrt(K)) eps, plus
-// a few eps for alpha, beta, the bias and the activation.
-inline double tolerance(int k) {
-  const double eps = 1.1920928955078125e-07;
-  return (std::min<double>(k, 16.0 * std::sqrt(static_cast<double>(k))) + 8.0) * eps;
 }
 
 // ---- shapes ---------------------------------------------------------------------------------------

@@ -81,6 +81,29 @@ struct Run {
   lesson06::Act act = lesson06::Act::gelu_tanh;
 };
 
+// The candidates `--tune` times at a shape, each with K split into 1, 2, 4 or 8 slices (D = A B, no
+// epilogue; slices > 1 add the reduction kernel). lesson06::Tuned and SplitCfg are the winners.
+template <class Cfg>
+void launch_candidate(const Problem& p, int slices, lesson06::Workspace& ws, cudaStream_t s) {
+  if (slices == 1) lesson06::launch_warp_tiled<Cfg, lesson06::Fused<lesson06::Bias::none, lesson06::Act::none, false>>(p, s);
+  else lesson06::launch_split_k<Cfg>(p, slices, ws, s);
+}
+
+struct Candidate {
+  const char* name;
+  int threads;
+  void (*launch)(const Problem& p, int slices, lesson06::Workspace& ws, cudaStream_t s);
+};
+
+inline constexpr Candidate kCandidates[] = {
+    {"128x128x8", lesson06::Config<128, 128, 8>::kThreads, launch_candidate<lesson06::Config<128, 128, 8>>},
+    {"128x128x16", lesson06::Config<128, 128, 16>::kThreads, launch_candidate<lesson06::Config<128, 128, 16>>},
+    {"64x128x8", lesson06::Config<64, 128, 8>::kThreads, launch_candidate<lesson06::Config<64, 128, 8>>},
+    {"128x64x8", lesson06::Config<128, 64, 8>::kThreads, launch_candidate<lesson06::Config<128, 64, 8>>},
+    {"128x64x16", lesson06::Config<128, 64, 16>::kThreads, launch_candidate<lesson06::Config<128, 64, 16>>},
+    {"64x64x16", lesson06::Config<64, 64, 16>::kThreads, launch_candidate<lesson06::Config<64, 64, 16>>},
+};
+
 std::string plan_text(const Shape& sh) {
   const lesson06::Plan pl = lesson06::plan(sh.m, sh.n, sh.k, kl::sm_count());
   if (pl.path == lesson06::Path::naive) return "the naive kernel (tiny problem)";
@@ -150,7 +173,7 @@ std::vector<kl::Row> run_shape(const Shape& sh, const Run& run, kl::Timer& timer
   std::vector<kl::Row> rows;
   if (run.tune) {
     const Problem p = lesson06::plain(in.p);
-    for (const auto& cand : lesson06::kCandidates) {
+    for (const auto& cand : kCandidates) {
       for (int slices : {1, 2, 4, 8}) {
         if (slices > 1 && sh.k / slices < 64) continue;
         kl::Row row{"tune", std::string(cand.name) + " split " + std::to_string(slices), "f32", shape_text(sh)};

@@ -3,7 +3,7 @@
 // barrier per tile is enough: the stage a store overwrites was last read in the previous iteration,
 // which every warp finished before that iteration's barrier.
 #pragma once
-#include "lessons/06_tiled_gemm/gemm.cuh"
+#include "lessons/06_tiled_gemm/tiles.cuh"
 
 namespace exercise06 {
 
@@ -18,16 +18,16 @@ __global__ void __launch_bounds__(lesson06::kThreads, 2) gemm_exercise(lesson06:
   __shared__ __align__(16) float as[kStages][kBK * Loader128::kLdA];
   __shared__ __align__(16) float bs[kStages][kBK * Loader128::kLdB];
   const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
-  const bool vec_a = lesson06::aligned16(p.a, p.lda), vec_b = lesson06::aligned16(p.b, p.ldb);
   Loader128 tile;
+  tile.start(p, m0, n0, 0);
   float acc[8][8] = {};
-  tile.load(p, vec_a, vec_b, m0, n0, 0, p.k);
+  tile.load(p, p.k);
   tile.store(as[0], bs[0]);
   __syncthreads();
   int stage = 0;
   for (int k0 = 0; k0 < p.k; k0 += kBK) {
     const bool more = k0 + kBK < p.k;
-    if (more) tile.load(p, vec_a, vec_b, m0, n0, k0 + kBK, p.k);
+    if (more) tile.load(p, p.k);
     lesson06::compute_contiguous(acc, as[stage], bs[stage]);
     if (more) tile.store(as[stage ^ 1], bs[stage ^ 1]);
     __syncthreads();

@@ -1,0 +1,343 @@
+// Lesson 06 — the pieces every step of the SGEMM ladder shares (gemm.cuh holds the steps):
+// the problem D = act(alpha · A·B + beta · C + bias) and its checks, the epilogue (compiled per
+// combination or chosen at run time), the 16-byte tile loader of steps 4-7, and the float64
+// reference on the CPU with its error metric and tolerance. The exercise builds on this file alone.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/check.cuh"
+#include "common/parallel.hpp"
+#include "common/reference.hpp"
+
+namespace lesson06 {
+
+// ---- the problem ----------------------------------------------------------------------------------
+
+enum class Bias { none, m, n, full };  // bias[m], bias[n], or a full [M, N] matrix (leading dimension N)
+enum class Act { none, relu, leaky, gelu_tanh, gelu_erf };
+
+inline const char* bias_name(Bias b) {
+  const char* names[] = {"none", "m", "n", "full"};
+  return names[static_cast<int>(b)];
+}
+inline const char* act_name(Act a) {
+  const char* names[] = {"none", "relu", "leaky", "gelu_tanh", "gelu_erf"};
+  return names[static_cast<int>(a)];
+}
+
+// One call. C is read only when beta != 0 (it may then be nullptr), and may be D itself (in place,
+// with ldc == ldd). M, N or K = 0 is a no-op: nothing is launched and D is left as it was.
+struct Problem {
+  const float* a = nullptr;
+  const float* b = nullptr;
+  const float* c = nullptr;
+  float* d = nullptr;
+  const float* bias = nullptr;
+  int m = 0, n = 0, k = 0;
+  int lda = 0, ldb = 0, ldc = 0, ldd = 0;
+  float alpha = 1.f, beta = 0.f;
+  Bias bias_kind = Bias::none;
+  Act act = Act::none;
+  float slope = 0.01f;  // LeakyReLU's slope for x < 0
+};
+
+// The GEMM part only (what steps 1-6 and cuBLAS compute): the same problem without bias and activation.
+inline Problem plain(Problem p) {
+  p.bias_kind = Bias::none;
+  p.act = Act::none;
+  return p;
+}
+
+constexpr int kMaxRows = 1 << 19;  // grid.y of the naive kernel stays below 65536 blocks
+
+// Refuses what no step can do, before anything is launched.
+inline void validate(const Problem& p) {
+  const auto fail = [](const std::string& why) { throw kl::UsageError(why); };
+  if (p.m < 0 || p.n < 0 || p.k < 0) fail("M, N and K must not be negative");
+  if (p.m > kMaxRows) fail("M = " + std::to_string(p.m) + " is too large (at most 2^19)");
+  if (p.lda < std::max(p.k, 1)) fail("lda = " + std::to_string(p.lda) + " is smaller than K = " + std::to_string(p.k));
+  if (p.ldb < std::max(p.n, 1)) fail("ldb = " + std::to_string(p.ldb) + " is smaller than N = " + std::to_string(p.n));
+  if (p.ldd < std::max(p.n, 1)) fail("ldd = " + std::to_string(p.ldd) + " is smaller than N = " + std::to_string(p.n));
+  if (p.beta != 0.f && p.ldc < std::max(p.n, 1)) fail("ldc = " + std::to_string(p.ldc) + " is smaller than N");
+  if (p.m == 0 || p.n == 0 || p.k == 0) return;
+  if (!p.a || !p.b || !p.d) fail("A, B and D must not be null");
+  if (p.beta != 0.f && !p.c) fail("beta != 0 needs C");
+  if (p.bias_kind != Bias::none && !p.bias) fail(std::string("bias ") + bias_name(p.bias_kind) + " needs a bias vector");
+  if (p.c == p.d && p.beta != 0.f && p.ldc != p.ldd) fail("C aliasing D (in place) needs ldc == ldd");
+}
+
+// ---- the epilogue ---------------------------------------------------------------------------------
+
+template <Act A>
+__host__ __device__ __forceinline__ float activate(float x, float slope) {
+  if constexpr (A == Act::relu) return x < 0.f ? 0.f : x;  // NaN stays NaN
+  else if constexpr (A == Act::leaky) return x < 0.f ? slope * x : x;
+  else if constexpr (A == Act::gelu_tanh) return 0.5f * x * (1.f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+  else if constexpr (A == Act::gelu_erf) return 0.5f * x * (1.f + erff(x * 0.7071067812f));
+  else return x;
+}
+
+template <Bias B>
+__device__ __forceinline__ float bias_at(const Problem& p, int m, int n) {
+  if constexpr (B == Bias::m) return p.bias[m];
+  else if constexpr (B == Bias::n) return p.bias[n];
+  else if constexpr (B == Bias::full) return p.bias[std::int64_t{m} * p.n + n];
+  else return 0.f;
+}
+
+// The fused epilogue as template arguments: each (bias, activation, beta·C) combination is its own
+// kernel, so the code that runs holds no branch on them.
+template <Bias B, Act A, bool HasC>
+struct Fused {
+  static __device__ __forceinline__ float apply(const Problem& p, float acc, int m, int n) {
+    float v = p.alpha * acc;
+    if constexpr (HasC) v = fmaf(p.beta, p.c[std::int64_t{m} * p.ldc + n], v);
+    if constexpr (B != Bias::none) v += bias_at<B>(p, m, n);
+    return activate<A>(v, p.slope);
+  }
+};
+
+// The same arithmetic chosen at run time: for the naive kernel, steps 2-5 and the split-K reduction.
+struct Runtime {
+  static __device__ float apply(const Problem& p, float acc, int m, int n) {
+    float v = p.alpha * acc;
+    if (p.beta != 0.f) v = fmaf(p.beta, p.c[std::int64_t{m} * p.ldc + n], v);
+    switch (p.bias_kind) {
+      case Bias::m: v += bias_at<Bias::m>(p, m, n); break;
+      case Bias::n: v += bias_at<Bias::n>(p, m, n); break;
+      case Bias::full: v += bias_at<Bias::full>(p, m, n); break;
+      default: break;
+    }
+    switch (p.act) {
+      case Act::relu: return activate<Act::relu>(v, p.slope);
+      case Act::leaky: return activate<Act::leaky>(v, p.slope);
+      case Act::gelu_tanh: return activate<Act::gelu_tanh>(v, p.slope);
+      case Act::gelu_erf: return activate<Act::gelu_erf>(v, p.slope);
+      default: return v;
+    }
+  }
+};
+
+// Four accumulators of row m, columns n..n+3, through the epilogue into d: one 16-byte store when
+// the four are inside and d's rows are 16-byte aligned, else one checked store each.
+template <class Epi>
+__device__ __forceinline__ void store4(const Problem& p, float* d, bool vec_d, int m, int n, float4 acc) {
+  if (m >= p.m) return;
+  float* row = d + std::int64_t{m} * p.ldd;
+  if (vec_d && n + 3 < p.n) {
+    *reinterpret_cast<float4*>(row + n) = make_float4(Epi::apply(p, acc.x, m, n), Epi::apply(p, acc.y, m, n + 1),
+                                                      Epi::apply(p, acc.z, m, n + 2), Epi::apply(p, acc.w, m, n + 3));
+    return;
+  }
+  const float v[4] = {acc.x, acc.y, acc.z, acc.w};
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    if (n + j < p.n) row[n + j] = Epi::apply(p, v[j], m, n + j);
+}
+
+__host__ __device__ inline bool aligned16(const void* ptr, int ld) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0 && ld % 4 == 0; }
+
+// ---- the block tile of steps 3-5 ------------------------------------------------------------------
+
+// Steps 3-5 use a 128x128 block tile, K in slices of 8, 256 threads of 8x8 outputs each.
+constexpr int kBM = 128, kBN = 128, kBK = 8, kThreads = 256, kTM = 8, kTN = 8;
+
+inline dim3 tile_grid(const Problem& p, int bm, int bn, int slices = 1) {
+  return dim3((p.n + bn - 1) / bn, (p.m + bm - 1) / bm, slices);
+}
+
+// ---- steps 4-7: 16-byte loads, A transposed in shared memory ------------------------------------
+
+// Four consecutive floats from `at` (column c of a row of `cols`): one 16-byte load when they are all
+// inside and aligned, else checked single loads with zeros past the edge (tails stay in the kernel).
+__device__ __forceinline__ float4 load4(const float* at, int c, int cols, bool vec) {
+  if (vec && c + 3 < cols) return *reinterpret_cast<const float4*>(at);
+  return make_float4(c < cols ? at[0] : 0.f, c + 1 < cols ? at[1] : 0.f, c + 2 < cols ? at[2] : 0.f,
+                     c + 3 < cols ? at[3] : 0.f);
+}
+
+// Moves one BMxBK tile of A and one BKxBN tile of B through registers into shared memory, 16 bytes a
+// thread at a time, walking K from start(); each thread keeps pointers into A and B that advance by
+// one tile per load. A is stored transposed (as[k][m]) so that a thread's column of A is contiguous;
+// its rows are padded by 4 floats so the transposing stores of a warp fall in different banks.
+template <int BM, int BN, int BK, int Threads>
+struct TileLoader {
+  static constexpr int kPadA = 4, kLdA = BM + kPadA, kLdB = BN;
+  static constexpr int kA = BM * BK / 4 / Threads, kB = BK * BN / 4 / Threads;  // float4 per thread
+  static_assert(kA >= 1 && kB >= 1 && kA * 4 * Threads == BM * BK && kB * 4 * Threads == BK * BN, "tile/threads");
+  float4 ra[kA], rb[kB];
+  const float* pa[kA];
+  const float* pb[kB];
+  int k, n_left;  // the next tile's first k; columns of B left from this block's n0
+  bool vec_a, vec_b, a_row[kA];
+
+  static __device__ __forceinline__ int a_r(int i) { return (threadIdx.x + i * Threads) / (BK / 4); }
+  static __device__ __forceinline__ int a_c(int i) { return (threadIdx.x + i * Threads) % (BK / 4) * 4; }
+  static __device__ __forceinline__ int b_r(int i) { return (threadIdx.x + i * Threads) / (BN / 4); }
+  static __device__ __forceinline__ int b_c(int i) { return (threadIdx.x + i * Threads) % (BN / 4) * 4; }
+
+  __device__ __forceinline__ void start(const Problem& p, int m0, int n0, int k0) {
+    k = k0;
+    n_left = p.n - n0;
+    vec_a = aligned16(p.a, p.lda);
+    vec_b = aligned16(p.b, p.ldb);
+#pragma unroll
+    for (int i = 0; i < kA; ++i) {
+      a_row[i] = m0 + a_r(i) < p.m;
+      pa[i] = p.a + std::int64_t{a_row[i] ? m0 + a_r(i) : 0} * p.lda + k0 + a_c(i);
+    }
+#pragma unroll
+    for (int i = 0; i < kB; ++i) pb[i] = p.b + std::int64_t{k0 + b_r(i)} * p.ldb + n0 + b_c(i);
+  }
+
+  __device__ __forceinline__ void load(const Problem& p, int k_end) {
+#pragma unroll
+    for (int i = 0; i < kA; ++i) {
+      ra[i] = a_row[i] ? load4(pa[i], k + a_c(i), k_end, vec_a) : make_float4(0.f, 0.f, 0.f, 0.f);
+      pa[i] += BK;
+    }
+#pragma unroll
+    for (int i = 0; i < kB; ++i) {
+      rb[i] = k + b_r(i) < k_end ? load4(pb[i], b_c(i), n_left, vec_b) : make_float4(0.f, 0.f, 0.f, 0.f);
+      pb[i] += std::int64_t{BK} * p.ldb;
+    }
+    k += BK;
+  }
+  __device__ __forceinline__ void store(float* as, float* bs) const {
+#pragma unroll
+    for (int i = 0; i < kA; ++i) {
+      const int r = a_r(i), c = a_c(i);
+      as[(c + 0) * kLdA + r] = ra[i].x;
+      as[(c + 1) * kLdA + r] = ra[i].y;
+      as[(c + 2) * kLdA + r] = ra[i].z;
+      as[(c + 3) * kLdA + r] = ra[i].w;
+    }
+#pragma unroll
+    for (int i = 0; i < kB; ++i) {
+      *reinterpret_cast<float4*>(&bs[b_r(i) * kLdB + b_c(i)]) = rb[i];
+    }
+  }
+};
+
+// acc[8][8] += (a0, a1) x (b0, b1): the outer product of a thread's 8 A values and 8 B values.
+__device__ __forceinline__ void outer8(float (&acc)[8][8], float4 a0, float4 a1, float4 b0, float4 b1) {
+  const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+  const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+#pragma unroll
+    for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+}
+
+using Loader128 = TileLoader<kBM, kBN, kBK, kThreads>;
+
+// Steps 4-5: thread (ty, tx) owns rows ty*8.. and columns tx*8.. of the block tile; one k-slice of
+// the tile in shared memory is 4 16-byte reads for 64 FMAs.
+__device__ __forceinline__ void compute_contiguous(float (&acc)[8][8], const float* as, const float* bs) {
+  const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
+#pragma unroll
+  for (int kk = 0; kk < kBK; ++kk) {
+    const float4* a = reinterpret_cast<const float4*>(as + kk * Loader128::kLdA + ty * 8);
+    const float4* b = reinterpret_cast<const float4*>(bs + kk * Loader128::kLdB + tx * 8);
+    outer8(acc, a[0], a[1], b[0], b[1]);
+  }
+}
+
+template <class Epi>
+__device__ __forceinline__ void store_contiguous(const Problem& p, const float (&acc)[8][8], int m0, int n0) {
+  const int ty = threadIdx.x / 16, tx = threadIdx.x % 16;
+  const bool vec_d = aligned16(p.d, p.ldd);
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      store4<Epi>(p, p.d, vec_d, m0 + ty * 8 + i, n0 + tx * 8 + 4 * h,
+                  make_float4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]));
+}
+
+// ---- the float64 reference ------------------------------------------------------------------------
+
+// A*B and |A|*|B| in float64 (the second scales the error: a float32 dot product of K terms can be
+// off by up to ~K eps of sum |a b|).
+struct Reference {
+  std::vector<double> ab, abs_ab;
+};
+
+inline Reference reference_cpu(const float* a, int lda, const float* b, int ldb, int m, int n, int k) {
+  Reference r{std::vector<double>(std::size_t(m) * n), std::vector<double>(std::size_t(m) * n)};
+  kl::parallel_for(m, [&](std::size_t i0, std::size_t i1) {
+    std::vector<double> row(n), abs_row(n);
+    for (std::size_t i = i0; i < i1; ++i) {
+      std::fill(row.begin(), row.end(), 0.0);
+      std::fill(abs_row.begin(), abs_row.end(), 0.0);
+      for (int kk = 0; kk < k; ++kk) {
+        const double av = a[i * lda + kk];
+        const float* brow = b + std::size_t(kk) * ldb;
+        for (int j = 0; j < n; ++j) {
+          row[j] += av * brow[j];
+          abs_row[j] += std::fabs(av * brow[j]);
+        }
+      }
+      std::copy(row.begin(), row.end(), r.ab.begin() + i * n);
+      std::copy(abs_row.begin(), abs_row.end(), r.abs_ab.begin() + i * n);
+    }
+  });
+  return r;
+}
+
+inline double activate_ref(Act act, double x, double slope) {
+  switch (act) {
+    case Act::relu: return x < 0 ? 0.0 : x;
+    case Act::leaky: return x < 0 ? slope * x : x;
+    case Act::gelu_tanh: return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case Act::gelu_erf: return 0.5 * x * (1.0 + std::erf(x * 0.7071067811865476));
+    default: return x;
+  }
+}
+
+// The host inputs of one check (C and bias may be empty when unused), laid out as p says.
+struct HostInputs {
+  std::vector<float> c, bias;
+};
+
+// Largest error of d (rows of p.ldd) against the reference, each element relative to the scale of
+// its terms, |alpha| sum|a b| + |beta c| + |bias|; NaN and inf must match exactly.
+inline double max_error(const std::vector<float>& d, const Problem& p, const Reference& ref, const HostInputs& in) {
+  std::vector<double> worst(std::max(p.m, 1), 0.0);
+  kl::parallel_for(p.m, [&](std::size_t i0, std::size_t i1) {
+    for (std::size_t i = i0; i < i1; ++i) {
+      for (int j = 0; j < p.n; ++j) {
+        const std::size_t e = i * p.n + j;
+        double v = double(p.alpha) * ref.ab[e], scale = std::fabs(double(p.alpha)) * ref.abs_ab[e];
+        if (p.beta != 0.f) {
+          const double c = double(p.beta) * in.c[i * p.ldc + j];
+          v += c;
+          scale += std::fabs(c);
+        }
+        double bias = 0;
+        if (p.bias_kind == Bias::m) bias = in.bias[i];
+        else if (p.bias_kind == Bias::n) bias = in.bias[j];
+        else if (p.bias_kind == Bias::full) bias = in.bias[e];
+        v += bias;
+        scale += std::fabs(bias);
+        const double want = activate_ref(p.act, v, p.slope);
+        worst[i] = std::max(worst[i], kl::scaled_error(d[i * p.ldd + j], want, scale + 1e-30));
+      }
+    }
+  });
+  return *std::max_element(worst.begin(), worst.end());
+}
+
+// Rounding errors of a float32 dot product of K terms: at most ~K eps of sum|a b| in the worst case;
+// in practice they grow like sqrt(K) (see kl::sum_tolerance), so we allow min(K, 16 sqrt(K)) eps, plus
+// a few eps for alpha, beta, the bias and the activation.
+inline double tolerance(int k) {
+  const double eps = 1.1920928955078125e-07;
+  return (std::min<double>(k, 16.0 * std::sqrt(static_cast<double>(k))) + 8.0) * eps;
+}
+
+}  // namespace lesson06
