@@ -88,8 +88,13 @@ def flash_figure(rows, path):
     if not panels:
         return None
     peak = peak_tflops(rows)
-    fig, axes = klplot.plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.8), squeeze=False, sharey=True)
-    for ax, (dim, causal) in zip(axes[0], panels):
+    cols = min(2, len(panels))
+    grid_rows = (len(panels) + cols - 1) // cols
+    fig, axes = klplot.plt.subplots(grid_rows, cols, figsize=(7 * cols, 4.8 * grid_rows), squeeze=False, sharey=True)
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, (dim, causal) in zip(flat, panels):
         for step, label in FLASH_LINES:
             pts = series(rows, step, dim, causal)
             if len(pts) >= 1:
@@ -100,8 +105,8 @@ def flash_figure(rows, path):
         ax.set_yscale("log")
         ax.set_xlabel("S (sequence length), B = 65536 / S, H = 16")
         ax.set_title(f"D = {dim}" + (", causal" if causal else ""))
-    axes[0][0].set_ylabel("TFLOP/s (4 B H S^2 D, halved when causal)")
-    axes[0][-1].legend(fontsize=7, loc="lower right")
+        ax.set_ylabel("TFLOP/s (4 B H S^2 D, halved if causal)")
+    flat[0].legend(fontsize=7, loc="lower right")
     fig.suptitle(f"Lesson 07, Part B: flash attention forward, {rows[0]['gpu']}")
     return klplot.save(fig, path)
 
