@@ -3,7 +3,7 @@
 // "gpu" suite runs every step of each part on fresh f16 inputs, output poisoned, against the float64
 // reference: tile counts 1 ... 4097; flash shapes with S = 1, S not a multiple of the 64-row tiles
 // (masked tails), causal and not, D = 64 and 128; scores scaled by 1e3 (the max subtraction must
-// hold); and the f32 GPU reference that main.cu uses for large shapes against the float64 one.
+// hold); replay from a CUDA graph; and the f32 GPU reference main.cu uses for large shapes.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -253,6 +253,45 @@ TEST_SUITE("gpu") {
         p.scale *= 1000.f;
         check_part(Part::flash, p, kl::seed_for(730 + d + causal), false);
       }
+    }
+  }
+
+  TEST_CASE("after its first run every step replays from a CUDA graph (main.cu times short steps so)") {
+    for (const auto& [part, shape] : {std::pair<Part, Problem>{Part::tile, lesson07::tile_problem(100)},
+                                      {Part::flash, flash(1, 2, 100, 64, true)},
+                                      {Part::flash, flash(2, 1, 70, 128, false)}}) {
+      Problem p = shape;
+      const Inputs in = make_inputs(p, kl::seed_for(750));
+      const std::vector<double> ref = lesson07::reference(in.q, in.k, in.v, p);
+      const kl::DeviceBuffer<__half> q(to_halves(in.q)), k(to_halves(in.k)), v(to_halves(in.v));
+      kl::DeviceBuffer<__half> o(static_cast<std::size_t>(p.elements()));
+      p.q = q.data();
+      p.k = k.data();
+      p.v = v.data();
+      p.o = o.data();
+      cudaStream_t stream;
+      CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      for (const auto& st : kSteps) {
+        if (st.part != part) continue;
+        const std::string step = st.name;
+        CAPTURE(step);
+        lesson07::Workspace ws;
+        lesson07::run_step(st, p, ws, stream);  // the first run may allocate and set kernel attributes
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+        o.poison();
+        cudaGraph_t graph;
+        cudaGraphExec_t exec;
+        CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+        lesson07::run_step(st, p, ws, stream);
+        CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+        CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+        CUDA_CHECK(cudaGraphLaunch(exec, stream));
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+        CUDA_CHECK(cudaGraphExecDestroy(exec));
+        CUDA_CHECK(cudaGraphDestroy(graph));
+        CHECK(lesson07::max_error(o.download(), ref, all_rows(p), p.dim) <= lesson07::kRel);
+      }
+      CUDA_CHECK(cudaStreamDestroy(stream));
     }
   }
 
