@@ -171,22 +171,24 @@ inline void launch_double_buffer(const Problem& p, cudaStream_t s) {
 
 // ---- step 6: warp tiling, tuned tile sizes --------------------------------------------------------
 
-// A block tile BM x BN x BK made of 32x64 warp tiles: in a warp, lane (lm, ln) = (lane / 8, lane % 8)
-// owns four 4x4 quadrants, rows lm*4 + {0, 16} and columns ln*4 + {0, 32} of the warp tile.
-template <int BM_, int BN_, int BK_>
+// A block tile BM x BN x BK made of (16 Q) x 64 warp tiles: in a warp, lane (lm, ln) = (lane / 8,
+// lane % 8) owns 2Q quadrants of 4x4, rows lm*4 + 16 q (q < Q) and columns ln*4 + {0, 32}: a thread
+// tile of 4Q x 8. Q = 2: 64 accumulators, two blocks an SM; Q = 4: 128, one block an SM of up to
+// 255 registers (what cuBLAS's FP32 kernel does), half the shared reads per FMA.
+template <int BM_, int BN_, int BK_, int Q_ = 2>
 struct Config {
-  static constexpr int BM = BM_, BN = BN_, BK = BK_;
-  static constexpr int kWarpsN = BN / 64, kThreads = BM / 32 * kWarpsN * 32;
-  // 256 threads: 2 blocks an SM (<= 128 registers); smaller blocks: <= 170 registers, so their
-  // larger share of load staging registers does not spill.
-  static constexpr int kMinBlocks = kThreads >= 256 ? 512 / kThreads : 384 / kThreads;
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, Q = Q_;
+  static constexpr int kWarpsN = BN / 64, kThreads = BM / (16 * Q) * kWarpsN * 32;
+  // Q = 2 with 256 threads: 2 blocks an SM (<= 128 registers); smaller blocks: <= 170 registers, so
+  // their larger share of load staging registers does not spill.
+  static constexpr int kMinBlocks = Q == 4 ? 1 : kThreads >= 256 ? 512 / kThreads : 384 / kThreads;
   using Loader = TileLoader<BM, BN, BK, kThreads>;
 };
 
 // The configuration step 6 and 7 use on the H100 (the README's tuning table; main.cu's `--tune`).
-using Tuned = Config<128, 128, 8>;
-// Few output tiles (skinny or small problems): smaller tiles and K split over slices.
-using SplitCfg = Config<128, 64, 8>;
+using Tuned = Config<256, 128, 8, 4>;
+// Few output tiles (skinny or small problems): smaller tiles, and K split over slices.
+using SplitCfg = Config<128, 64, 16>;
 
 // Step 6: lanes read A and B values that sit side by side (32 and 64 consecutive floats per warp),
 // so each 16-byte shared read of a warp is one conflict-free wavefront (steps 4-5: two); the block
@@ -199,12 +201,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   __shared__ __align__(16) float as[2][Cfg::BK * Loader::kLdA];
   __shared__ __align__(16) float bs[2][Cfg::BK * Loader::kLdB];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int wm = warp / Cfg::kWarpsN * 32 + lane / 8 * 4, wn = warp % Cfg::kWarpsN * 64 + lane % 8 * 4;
+  const int wm = warp / Cfg::kWarpsN * 16 * Cfg::Q + lane / 8 * 4, wn = warp % Cfg::kWarpsN * 64 + lane % 8 * 4;
   const int m0 = blockIdx.y * Cfg::BM, n0 = blockIdx.x * Cfg::BN;
   const int k_begin = blockIdx.z * k_slice, k_end = min(p.k, k_begin + k_slice);
   Loader tile;
   tile.start(p, m0, n0, k_begin);
-  float acc[8][8] = {};
+  float acc[4 * Cfg::Q][8] = {};
   tile.load(p, k_end);
   tile.store(as[0], bs[0]);
   __syncthreads();
@@ -216,8 +218,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     for (int kk = 0; kk < Cfg::BK; ++kk) {
       const float* a = as[stage] + kk * Loader::kLdA + wm;
       const float* b = bs[stage] + kk * Loader::kLdB + wn;
-      outer8(acc, *reinterpret_cast<const float4*>(a), *reinterpret_cast<const float4*>(a + 16),
-             *reinterpret_cast<const float4*>(b), *reinterpret_cast<const float4*>(b + 32));
+      float4 a4[Cfg::Q];
+#pragma unroll
+      for (int q = 0; q < Cfg::Q; ++q) a4[q] = *reinterpret_cast<const float4*>(a + 16 * q);
+      outer<Cfg::Q>(acc, a4, *reinterpret_cast<const float4*>(b), *reinterpret_cast<const float4*>(b + 32));
     }
     if (more) tile.store(as[stage ^ 1], bs[stage ^ 1]);
     __syncthreads();
@@ -226,7 +230,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
   float* d = p.d + blockIdx.z * slice_stride;
   const bool vec_d = aligned16(d, p.ldd);
 #pragma unroll
-  for (int i = 0; i < 8; ++i)
+  for (int i = 0; i < 4 * Cfg::Q; ++i)
 #pragma unroll
     for (int h = 0; h < 2; ++h)
       store4<Epi>(p, d, vec_d, m0 + wm + i % 4 + 16 * (i / 4), n0 + wn + 32 * h,
@@ -294,7 +298,7 @@ __global__ void split_k_reduce(Problem p, const float* partial, int slices) {
 
 // ---- the dispatcher -------------------------------------------------------------------------------
 
-enum class Path { naive, tiled, split_k };
+enum class Path { naive, tiled, small_tiles, split_k };
 
 struct Plan {
   Path path;
@@ -303,17 +307,16 @@ struct Plan {
 
 constexpr double kNaiveBelow = 1 << 18;  // M*N*K: launch-bound either way, and naive needs no tile setup
 
-// Tiny problems go to the naive kernel; problems with at least one Tuned tile per SM to the tiled
-// kernel; the rest (skinny or small) split K so that ~4 SplitCfg blocks per SM have work, each
-// slice at least 256 deep.
+// Tiny problems go to the naive kernel; problems with about one Tuned tile per SM (one block an SM)
+// to the tuned kernel; the rest to SplitCfg's smaller tiles, three blocks an SM, with K split so that
+// about two of them per SM have work, each slice at least 256 deep (one slice: small_tiles).
 inline Plan plan(int m, int n, int k, int sms) {
   if (static_cast<double>(m) * n * k <= kNaiveBelow) return {Path::naive, 1};
   const std::int64_t tiles = std::int64_t{(m + Tuned::BM - 1) / Tuned::BM} * ((n + Tuned::BN - 1) / Tuned::BN);
-  if (tiles >= sms) return {Path::tiled, 1};
+  if (10 * tiles >= 9 * sms) return {Path::tiled, 1};
   const std::int64_t split_tiles = std::int64_t{(m + SplitCfg::BM - 1) / SplitCfg::BM} * ((n + SplitCfg::BN - 1) / SplitCfg::BN);
-  const int want = static_cast<int>((4 * sms + split_tiles - 1) / split_tiles);
-  const int slices = std::max(1, std::min({want, k / 256, 16}));
-  return {slices > 1 ? Path::split_k : Path::tiled, slices};
+  const int slices = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>({2 * sms / split_tiles, k / 256, 16})));
+  return {slices > 1 ? Path::split_k : Path::small_tiles, slices};
 }
 
 // K slices of a multiple of bk, so every slice but the last is whole tiles.
@@ -350,6 +353,7 @@ inline void launch_fused(const Problem& p, Workspace& ws, cudaStream_t s) {
   const Plan pl = plan(p.m, p.n, p.k, kl::sm_count());
   if (pl.path == Path::naive) launch_naive(p, s);
   else if (pl.path == Path::split_k) launch_split_k<SplitCfg>(p, pl.slices, ws, s);
+  else if (pl.path == Path::small_tiles) launch_warp_tiled<SplitCfg, Runtime>(p, s);  // epilogue chosen per output
   else with_epilogue(p, [&](auto epi) { launch_warp_tiled<Tuned, decltype(epi)>(p, s); });
 }
 

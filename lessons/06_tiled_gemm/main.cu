@@ -97,8 +97,10 @@ struct Candidate {
 
 inline constexpr Candidate kCandidates[] = {
     {"128x128x8", lesson06::Config<128, 128, 8>::kThreads, launch_candidate<lesson06::Config<128, 128, 8>>},
+    {"256x128x8 16x8", lesson06::Config<256, 128, 8, 4>::kThreads, launch_candidate<lesson06::Config<256, 128, 8, 4>>},
+    {"128x256x8 16x8", lesson06::Config<128, 256, 8, 4>::kThreads, launch_candidate<lesson06::Config<128, 256, 8, 4>>},
+    {"128x128x8 16x8", lesson06::Config<128, 128, 8, 4>::kThreads, launch_candidate<lesson06::Config<128, 128, 8, 4>>},
     {"128x128x16", lesson06::Config<128, 128, 16>::kThreads, launch_candidate<lesson06::Config<128, 128, 16>>},
-    {"64x128x8", lesson06::Config<64, 128, 8>::kThreads, launch_candidate<lesson06::Config<64, 128, 8>>},
     {"128x64x8", lesson06::Config<128, 64, 8>::kThreads, launch_candidate<lesson06::Config<128, 64, 8>>},
     {"128x64x16", lesson06::Config<128, 64, 16>::kThreads, launch_candidate<lesson06::Config<128, 64, 16>>},
     {"64x64x16", lesson06::Config<64, 64, 16>::kThreads, launch_candidate<lesson06::Config<64, 64, 16>>},
@@ -107,8 +109,9 @@ inline constexpr Candidate kCandidates[] = {
 std::string plan_text(const Shape& sh) {
   const lesson06::Plan pl = lesson06::plan(sh.m, sh.n, sh.k, kl::sm_count());
   if (pl.path == lesson06::Path::naive) return "the naive kernel (tiny problem)";
-  if (pl.path == lesson06::Path::tiled) return "the warp-tiled kernel, 128x128x8 tiles";
-  return "split-K over " + std::to_string(pl.slices) + " slices, 128x64x8 tiles, + the reduction";
+  if (pl.path == lesson06::Path::tiled) return "the tuned warp-tiled kernel, 256x128x8 tiles, 16x8 per thread";
+  if (pl.path == lesson06::Path::small_tiles) return "the warp-tiled kernel with 128x64x16 tiles (few 256x128 tiles)";
+  return "split-K over " + std::to_string(pl.slices) + " slices, 128x64x16 tiles, + the reduction";
 }
 
 // One shape's inputs on the host and the device, and its float64 reference.

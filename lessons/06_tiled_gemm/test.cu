@@ -215,22 +215,25 @@ TEST_CASE("validate: leading dimensions, null pointers, in-place layout; zero si
   CHECK_THROWS_AS(lesson06::validate(p), kl::UsageError);
 }
 
-TEST_CASE("the dispatcher: naive for tiny problems, the tiled kernel with a tile per SM, else split-K") {
+TEST_CASE("the dispatcher: naive when tiny, 256x128 tiles with ~a tile per SM, else 128x64 tiles split in K") {
   using lesson06::plan;
   CHECK(plan(64, 64, 64, kH100Sms).path == Path::naive);
   CHECK(plan(8, 8, 4096, kH100Sms).path == Path::naive);
   CHECK(plan(4096, 4096, 4096, kH100Sms).path == Path::tiled);
-  CHECK(plan(2048, 2048, 2048, kH100Sms).path == Path::tiled);
-  CHECK(plan(1000, 3000, 777, kH100Sms).path == Path::tiled);  // 8 x 24 tiles
+  CHECK(plan(2048, 2048, 2048, kH100Sms).path == Path::tiled);  // 128 tiles: 97% of the SMs
   CHECK(plan(4097, 4097, 4097, kH100Sms).path == Path::tiled);
+  CHECK(plan(2816, 1408, 8, kH100Sms).path == Path::tiled);     // 121 tiles, the least that counts
+  CHECK(plan(2560, 1408, 8, kH100Sms).path == Path::small_tiles);
+  CHECK(plan(1000, 3000, 777, kH100Sms).path == Path::small_tiles);  // 96 tiles; 376 small ones
   const lesson06::Plan skinny = plan(8192, 64, 8192, kH100Sms);
   CHECK(skinny.path == Path::split_k);
-  CHECK(skinny.slices == 9);  // 64 tiles of 128 x 64: ~4 blocks an SM
+  CHECK(skinny.slices == 4);  // 64 tiles of 128 x 64: two blocks an SM
   const lesson06::Plan small = plan(1024, 1024, 1024, kH100Sms);
   CHECK(small.path == Path::split_k);
-  CHECK(small.slices == 4);  // slices at least 256 deep
-  CHECK(plan(256, 256, 256, kH100Sms).slices == 1);
-  CHECK(plan(256, 256, 256, kH100Sms).path == Path::tiled);
+  CHECK(small.slices == 2);
+  CHECK(plan(512, 512, 512, kH100Sms).slices == 2);  // slices at least 256 deep
+  CHECK(plan(256, 256, 256, kH100Sms).path == Path::small_tiles);
+  CHECK(plan(300, 64, 2048, kH100Sms).slices == 8);
   for (int k : {1, 7, 256, 777, 8192}) {
     for (int slices : {1, 2, 3, 9, 16}) {
       const int depth = lesson06::slice_depth(k, slices, 8);
@@ -279,9 +282,10 @@ TEST_SUITE("gpu") {
     }
   }
 
-  TEST_CASE("every epilogue on each path: tiled (templates), split-K and naive (run-time)") {
-    const std::vector<Case> shapes = sanitizing() ? std::vector<Case>{{1536, 1408, 8}, {200, 130, 600}, {20, 30, 40}}
-                                                  : std::vector<Case>{{1536, 1408, 44}, {200, 130, 600}, {20, 30, 40}};
+  TEST_CASE("every epilogue on each path: tuned tiles (templates), small tiles, split-K and naive (run-time)") {
+    const std::vector<Case> shapes = sanitizing()
+                                         ? std::vector<Case>{{2816, 1408, 8}, {1000, 300, 100}, {200, 130, 600}, {20, 30, 40}}
+                                         : std::vector<Case>{{2816, 1408, 44}, {1000, 300, 100}, {200, 130, 600}, {20, 30, 40}};
     for (Case c : shapes) {
       const Path path = lesson06::plan(c.m, c.n, c.k, kl::sm_count()).path;
       CAPTURE(static_cast<int>(path));
@@ -294,11 +298,15 @@ TEST_SUITE("gpu") {
             check_case(c, epilogue_steps);
           }
     }
-    CHECK(lesson06::plan(1536, 1408, 44, kl::sm_count()).path == Path::tiled);
+    if (kl::sm_count() == kH100Sms) {
+      CHECK(lesson06::plan(2816, 1408, 44, kH100Sms).path == Path::tiled);
+      CHECK(lesson06::plan(1000, 300, 100, kH100Sms).path == Path::small_tiles);
+      CHECK(lesson06::plan(200, 130, 600, kH100Sms).path == Path::split_k);
+    }
   }
 
   TEST_CASE("alpha = 0: D = beta C + bias; beta = 0 reads no C (nullptr)") {
-    for (Case c : {Case{100, 90, 80}, Case{1536, 1408, 16}}) {
+    for (Case c : {Case{100, 90, 80}, Case{2816, 1408, 16}}) {
       c.alpha = 0.f;
       c.beta = 2.f;
       c.bias = Bias::m;
@@ -310,7 +318,7 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE("C aliasing D: in place, every step") {
-    for (Case c : {Case{77, 65, 300}, Case{1536, 1408, 24}, Case{300, 64, 2000}}) {
+    for (Case c : {Case{77, 65, 300}, Case{2816, 1408, 24}, Case{1000, 300, 100}, Case{300, 64, 2000}}) {
       c.beta = 1.25f;
       c.in_place = true;
       c.bias = Bias::n;
@@ -321,7 +329,7 @@ TEST_SUITE("gpu") {
 
   TEST_CASE("leading dimensions larger than the width, aligned or not, and unaligned pointers") {
     const std::vector<Case> shapes = sanitizing() ? std::vector<Case>{{33, 70, 45}, {130, 260, 24}}
-                                                  : std::vector<Case>{{33, 70, 45}, {1536, 1408, 40}, {130, 260, 1000}};
+                                                  : std::vector<Case>{{33, 70, 45}, {2816, 1408, 40}, {130, 260, 1000}};
     for (Case c : shapes) {
       c.beta = 1.f;
       c.bias = Bias::full;

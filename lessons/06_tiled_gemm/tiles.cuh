@@ -223,14 +223,18 @@ struct TileLoader {
   }
 };
 
-// acc[8][8] += (a0, a1) x (b0, b1): the outer product of a thread's 8 A values and 8 B values.
-__device__ __forceinline__ void outer8(float (&acc)[8][8], float4 a0, float4 a1, float4 b0, float4 b1) {
-  const float a[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
+// acc[4Q][8] += a x (b0, b1): the outer product of a thread's 4Q A values and 8 B values.
+template <int Q>
+__device__ __forceinline__ void outer(float (&acc)[4 * Q][8], const float4 (&a4)[Q], float4 b0, float4 b1) {
   const float b[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
 #pragma unroll
-  for (int i = 0; i < 8; ++i)
+  for (int q = 0; q < Q; ++q) {
+    const float a[4] = {a4[q].x, a4[q].y, a4[q].z, a4[q].w};
 #pragma unroll
-    for (int j = 0; j < 8; ++j) acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) acc[4 * q + i][j] = fmaf(a[i], b[j], acc[4 * q + i][j]);
+  }
 }
 
 using Loader128 = TileLoader<kBM, kBN, kBK, kThreads>;
@@ -243,7 +247,7 @@ __device__ __forceinline__ void compute_contiguous(float (&acc)[8][8], const flo
   for (int kk = 0; kk < kBK; ++kk) {
     const float4* a = reinterpret_cast<const float4*>(as + kk * Loader128::kLdA + ty * 8);
     const float4* b = reinterpret_cast<const float4*>(bs + kk * Loader128::kLdB + tx * 8);
-    outer8(acc, a[0], a[1], b[0], b[1]);
+    outer<2>(acc, {a[0], a[1]}, b[0], b[1]);
   }
 }
 
