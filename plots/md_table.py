@@ -29,17 +29,19 @@ def table(rows, shape):
 
 
 def compare(rows, ours, theirs, shapes):
-    """Step `ours` against step `theirs` (step labels) at each of `shapes`: ms, GB/s and the ratio."""
+    """Step `ours` against step `theirs` (step labels) at each of `shapes`: ms, GB/s (TFLOP/s for
+    compute-bound lessons) and the ratio."""
     rows = klplot.latest(rows)
     pick = lambda step, shape: next((r for r in rows if r["step"] == step and r["shape"] == shape), None)  # noqa: E731
-    out = ["| shape | " + f"{ours} ms | {ours} GB/s | {theirs} ms | {theirs} GB/s | × {theirs} |",
+    rate, unit = ("gbps", "GB/s") if any(not math.isnan(r["gbps"]) for r in rows if r["step"] != "copy") else ("tflops", "TFLOP/s")
+    out = ["| shape | " + f"{ours} ms | {ours} {unit} | {theirs} ms | {theirs} {unit} | × {theirs} |",
            "|---|---:|---:|---:|---:|---:|"]
     for shape in shapes:
         a, b = pick(ours, shape), pick(theirs, shape)
         if a is None or b is None or klplot.failed(a) or klplot.failed(b):
             out.append(f"| {shape} | – | – | – | – | – |")
             continue
-        out.append(f"| {shape} | {a['ms_median']:.4g} | {a['gbps']:.4g} | {b['ms_median']:.4g} | {b['gbps']:.4g} | "
+        out.append(f"| {shape} | {a['ms_median']:.4g} | {a[rate]:.4g} | {b['ms_median']:.4g} | {b[rate]:.4g} | "
                    f"{b['ms_median'] / a['ms_median']:.2f} |")
     return "\n".join(out)
 
