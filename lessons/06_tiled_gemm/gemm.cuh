@@ -116,6 +116,8 @@ inline void launch_register_tile(const Problem& p, cudaStream_t s) {
   CUDA_CHECK_LAUNCH();
 }
 
+// ---- steps 4-5: 16-byte loads, A transposed (TileLoader in tiles.cuh); double buffering ---------
+
 // Step 4: 16-byte global loads, A transposed so each thread reads its 8 A values as two float4
 // (step 3: 8 single reads), and 16-byte stores of D. Load, barrier, compute, barrier: one stage.
 __global__ void __launch_bounds__(kThreads, 2) gemm_vector(Problem p) {
@@ -434,7 +436,7 @@ inline constexpr GemmStep kSteps[] = {
     {"vector", "16-byte loads, A transposed + padded in shared memory", plain_step<launch_vector>, false, false},
     {"double_buffer", "two shared-memory stages: next tile's loads overlap this tile's FMAs", plain_step<launch_double_buffer>,
      false, false},
-    {"warp_tiled", "32x64 warp tiles of 4x4 quadrants (conflict-free reads), tuned tiles, split-K", launch_tuned, false,
+    {"warp_tiled", "warp tiles of 4x4 quadrants (conflict-free reads), tuned 256x128x8 tiles, 16x8 a thread, split-K", launch_tuned, false,
      false},
     {"fused_epilogue", "step 6 + bias and activation in the kernel (template per epilogue)", launch_fused, false, true},
     {"cublas", "cublasSgemm, FP32 (no TF32)", launch_cublas, true, false},

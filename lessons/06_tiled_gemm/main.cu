@@ -91,19 +91,18 @@ void launch_candidate(const Problem& p, int slices, lesson06::Workspace& ws, cud
 
 struct Candidate {
   const char* name;
-  int threads;
   void (*launch)(const Problem& p, int slices, lesson06::Workspace& ws, cudaStream_t s);
 };
 
 inline constexpr Candidate kCandidates[] = {
-    {"128x128x8", lesson06::Config<128, 128, 8>::kThreads, launch_candidate<lesson06::Config<128, 128, 8>>},
-    {"256x128x8 16x8", lesson06::Config<256, 128, 8, 4>::kThreads, launch_candidate<lesson06::Config<256, 128, 8, 4>>},
-    {"128x256x8 16x8", lesson06::Config<128, 256, 8, 4>::kThreads, launch_candidate<lesson06::Config<128, 256, 8, 4>>},
-    {"128x128x8 16x8", lesson06::Config<128, 128, 8, 4>::kThreads, launch_candidate<lesson06::Config<128, 128, 8, 4>>},
-    {"128x128x16", lesson06::Config<128, 128, 16>::kThreads, launch_candidate<lesson06::Config<128, 128, 16>>},
-    {"128x64x8", lesson06::Config<128, 64, 8>::kThreads, launch_candidate<lesson06::Config<128, 64, 8>>},
-    {"128x64x16", lesson06::Config<128, 64, 16>::kThreads, launch_candidate<lesson06::Config<128, 64, 16>>},
-    {"64x64x16", lesson06::Config<64, 64, 16>::kThreads, launch_candidate<lesson06::Config<64, 64, 16>>},
+    {"128x128x8", launch_candidate<lesson06::Config<128, 128, 8>>},
+    {"256x128x8 16x8", launch_candidate<lesson06::Config<256, 128, 8, 4>>},
+    {"128x256x8 16x8", launch_candidate<lesson06::Config<128, 256, 8, 4>>},
+    {"128x128x8 16x8", launch_candidate<lesson06::Config<128, 128, 8, 4>>},
+    {"128x128x16", launch_candidate<lesson06::Config<128, 128, 16>>},
+    {"128x64x8", launch_candidate<lesson06::Config<128, 64, 8>>},
+    {"128x64x16", launch_candidate<lesson06::Config<128, 64, 16>>},
+    {"64x64x16", launch_candidate<lesson06::Config<64, 64, 16>>},
 };
 
 std::string plan_text(const Shape& sh) {
