@@ -120,8 +120,8 @@ std::vector<kl::Row> run_shape(const Shape& sh, const Run& run, kl::Timer& timer
   if (std::find(run.steps.begin(), run.steps.end(), lesson05::kDispatchStep - 1) != run.steps.end()) {
     const int chosen = lesson05::chosen_step(p);
     std::printf("%d dispatch ran step %d (%s)", lesson05::kDispatchStep, chosen, kSteps[chosen - 1].name);
-    if (chosen == 5) std::printf(" with %d slices per row", lesson05::slice_count(sh.rows, sh.vocab, sh.k, kl::sm_count()));
-    std::printf("; kernels compiled for K = %d\n", lesson05::round_k(sh.k));
+    if (chosen == 6) std::printf(" with %d slices per row", lesson05::slice_count(sh.rows, sh.vocab, sh.k, kl::sm_count()));
+    std::printf("\n");
   }
   return rows;
 }
@@ -189,7 +189,7 @@ int lesson_main(int argc, char** argv) {
               dev.cc_minor);
   std::printf("limit:  device-to-device copy %.0f GB/s (bytes read + written)\n", limits.copy_gbps);
   std::printf("error:  max |p - ref| / (|ref| + abs/rel) over the K results, ref = float64 softmax; inf = a wrong index;\n"
-              "        passes at <= %.0e (steps 2-6, float results) or the dtype's rounding (step 1);  [g] = CUDA-graph replay\n",
+              "        passes at <= %.0e (steps 2-7, float results) or the dtype's rounding (step 1);  [g] = CUDA-graph replay\n",
               lesson05::tolerance(Dtype::f32).rel);
 
   kl::Timer timer(dev);

@@ -1,6 +1,6 @@
 // Lesson 05 — fused softmax + top-K: for each row of logits [R, V], the K largest softmax
 // probabilities and their indices, sorted by probability (ties: the lower index first). Step 1
-// writes the whole probability row and sorts it; steps 2-6 read each logit once and write only
+// writes the whole probability row and sorts it; steps 2-7 read each logit once and write only
 // the K winners. Logits are f32, f16 or bf16 (loaded in that type, arithmetic in float); the
 // outputs are always float probabilities and int indices. main.cu and test.cu walk kSteps (the end
 // of this file), so a new step is benchmarked and tested by adding one entry.
@@ -200,7 +200,7 @@ struct Workspace {
   std::int64_t prepared_rows = -1;
   int prepared_vocab = -1;
   Dtype prepared_dtype = Dtype::f32;
-  // step 5: each slice's top-k keys and its (max, sum)
+  // step 6: each slice's top-k keys and its (max, sum)
   kl::DeviceBuffer<unsigned long long> part_keys;
   kl::DeviceBuffer<float2> part_stats;
 };
@@ -430,20 +430,48 @@ __device__ __forceinline__ void push(Partial<KC>& part, float v, int i) {
   }
 }
 
+// The per-logit arithmetic of the streaming loops, one instruction each where the ISA allows:
+// max.NaN (sm_80+) is the NaN-propagating max in one instruction instead of compare, test, select;
+// ex2.approx.ftz skips the subnormal fix-up that __expf carries (a term below 2^-126 next to the
+// max's term 1 changes no float sum).
+__device__ __forceinline__ float max_nan(float a, float b) {
+#if __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return kl::MaxOp::combine(a, b);
+#endif
+}
+
+__device__ __forceinline__ float exp_ftz(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x * 1.44269504f));
+  return r;
+}
+
+// The online softmax update for a pack; returns the pack's max. An absent logit is -inf: it adds
+// e^-inf = 0.
+template <int P>
+__device__ __forceinline__ float add_pack_to_sum(float& m, float& s, const float (&v)[P]) {
+  float pm = v[0];
+#pragma unroll
+  for (int i = 1; i < P; ++i) pm = max_nan(pm, v[i]);  // a NaN stays
+  if (pm > m) {
+    s *= exp_ftz(m - pm);
+    m = pm;
+  }
+  const float base = m == -INFINITY ? 0.f : m;
+#pragma unroll
+  for (int i = 0; i < P; ++i) s += exp_ftz(v[i] - base);
+  return pm;
+}
+
 // A pack of P logits: one max, at most one rescale, P exponentials; and one compare of the pack's
 // max against the threshold rejects the whole pack, which is what random logits almost always do.
 template <int P, int KC>
 __device__ __forceinline__ void push_pack(Partial<KC>& part, const float (&v)[P], int i0) {
-  float pm = v[0];
-#pragma unroll
-  for (int i = 1; i < P; ++i) pm = kl::MaxOp::combine(pm, v[i]);  // a NaN stays, and is not rejected
-  if (pm > part.m) {
-    part.s *= __expf(part.m - pm);
-    part.m = pm;
-  }
-  const float base = part.m == -INFINITY ? 0.f : part.m;
-#pragma unroll
-  for (int i = 0; i < P; ++i) part.s += __expf(v[i] - base);
+  const float pm = add_pack_to_sum(part.m, part.s, v);
   if (!(pm < part.threshold)) {
 #pragma unroll
     for (int i = 0; i < P; ++i) {
@@ -506,78 +534,301 @@ inline void launch_warp_vector(const Problem& p, Workspace&, cudaStream_t s) {
   CUDA_CHECK_LAUNCH();
 }
 
-// ---- steps 4 and 5: a block per row, a row split over blocks ---------------------------------------
+// ---- step 4: one threshold and one candidate buffer per warp ----------------------------------------
+
+// Step 3's early reject is per lane: each of the 32 lanes fills its own list first and keeps a
+// threshold that only its own logits raise, and a warp inserts whenever any one lane must. Step 4
+// keeps the K best of the whole warp instead: logits not below the warp's K-th best so far are
+// appended to a buffer in shared memory (a ballot gives each lane its slot), and when the buffer
+// fills, the warp sorts it and keeps the K best, which raises the threshold for all 32 lanes at once.
+// For random logits a row of 50257 sends only ~K ln(V / K) candidates through the buffer.
+
+template <class T>
+constexpr int kPack = 16 / static_cast<int>(sizeof(T));  // logits per 16-byte load
+// Room for the K <= 64 keys kept after a sort plus one pack from each of the 32 lanes, with slack:
+// 256 keys (2 KiB) per warp for f32, 512 for f16 and bf16.
+template <class T>
+constexpr int kCap = 64 * kPack<T>;
+
+// A warp's selection: a buffer of cap keys in shared memory, whose first `count` are candidates
+// (after a sort: the best, largest first), and the threshold: the K-th best logit after the last
+// sort, -inf while fewer than K were seen (then every logit gets in). count and threshold are the
+// same in every lane.
+struct Selection {
+  Key* buf;
+  int cap;
+  int count = 0;
+  float threshold = -INFINITY;
+};
+
+// Sorts the first N keys of buf largest first: a bitonic network whose N / 2 compare-exchanges per
+// stage are shared by the lanes. A lane loads two pairs before it stores either, so two
+// shared-memory latencies overlap (more pairs at once would cost the streaming loops registers).
+template <int N>
+__device__ void warp_sort(Key* buf, int lane) {
+  constexpr int kPairs = N / 64 < 2 ? N / 64 : 2;  // per lane and batch
+  __syncwarp();
+  for (int size = 2; size <= N; size *= 2) {
+    for (int stride = size / 2; stride > 0; stride /= 2) {
+      for (int t0 = lane; t0 < N / 2; t0 += 32 * kPairs) {
+        Key a[kPairs], b[kPairs];
+#pragma unroll
+        for (int r = 0; r < kPairs; ++r) {
+          const int t = t0 + 32 * r, lo = 2 * t - (t & (stride - 1));  // t with a 0 bit inserted at `stride`
+          a[r] = buf[lo];
+          b[r] = buf[lo + stride];
+        }
+#pragma unroll
+        for (int r = 0; r < kPairs; ++r) {
+          const int t = t0 + 32 * r, lo = 2 * t - (t & (stride - 1));
+          const bool descending = (lo & size) == 0;  // runs of `size` alternate descending / ascending
+          buf[lo] = (a[r] < b[r]) == descending ? b[r] : a[r];
+          buf[lo + stride] = (a[r] < b[r]) == descending ? a[r] : b[r];
+        }
+      }
+      __syncwarp();
+    }
+  }
+}
+
+// Sorts the first `count` keys, padded with empty keys (0) to a power of two (64 ... 512), and
+// returns how many of the best are kept: min(count, k).
+__device__ __forceinline__ int sort_candidates(Key* buf, int count, int k, int lane) {
+  int n = 64;
+  while (n < count) n *= 2;
+  for (int i = count + lane; i < n; i += 32) buf[i] = 0;
+  switch (n) {
+    case 64: warp_sort<64>(buf, lane); break;
+    case 128: warp_sort<128>(buf, lane); break;
+    case 256: warp_sort<256>(buf, lane); break;
+    default: warp_sort<512>(buf, lane); break;  // no buffer holds more than 512 keys
+  }
+  return min(count, k);
+}
+
+// Keeps the k best candidates, sorted, at the front of the buffer and raises the threshold to the
+// k-th best logit.
+__device__ __forceinline__ void keep_best(Selection& sel, int k, int lane) {
+  sel.count = sort_candidates(sel.buf, sel.count, k, lane);
+  if (sel.count == k) sel.threshold = key_value(sel.buf[k - 1]);
+}
+
+// Appends the lanes' keys that are `in` after the buffer's candidates, in lane order; the caller
+// keeps 32 slots free.
+__device__ __forceinline__ void append(Selection& sel, bool in, Key key, int lane) {
+  const unsigned mask = __ballot_sync(kl::kFullMask, in);
+  if (in) sel.buf[sel.count + __popc(mask & ((1u << lane) - 1))] = key;
+  sel.count += __popc(mask);
+}
+
+// One logit per lane (valid = false: the lane has none): in if not below the threshold (NaN is
+// never below).
+__device__ __forceinline__ void offer(Selection& sel, bool valid, float v, int i, int k, int lane) {
+  if (sel.count > sel.cap - 32) keep_best(sel, k, lane);
+  append(sel, valid && !(v < sel.threshold), make_key(v, i), lane);
+}
+
+// A pack of P logits per lane (kept in the input type until needed): when no lane's pack max
+// reaches the threshold, which is almost always, the whole warp moves on after one vote.
+template <class T, int P>
+__device__ __forceinline__ void offer_pack(Selection& sel, bool valid, const kl::Pack<T, P>& raw, float pack_max, int i0,
+                                           int k, int lane) {
+  if (!__any_sync(kl::kFullMask, valid && !(pack_max < sel.threshold))) return;
+  if (sel.count > sel.cap - 32 * P) keep_best(sel, k, lane);
+  float v[P];
+  kl::to_floats(raw, v);
+#pragma unroll
+  for (int i = 0; i < P; ++i) append(sel, valid && !(v[i] < sel.threshold), make_key(v[i], i0 + i), lane);
+}
+
+// Seeds an empty selection's threshold before anything is appended, so that the first sort does
+// not hold every logit of the first packs: each lane's two best logits of its first pack (64 keys),
+// sorted, and the k-th of them. k logits at least that large exist, so no logit below can win.
+template <class T, int P>
+__device__ __forceinline__ void seed_threshold(Selection& sel, bool valid, const kl::Pack<T, P>& raw, int i0, int k,
+                                               int lane) {
+  float v[P];
+  kl::to_floats(raw, v);
+  Key best = 0, second = 0;
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const Key key = valid ? make_key(v[i], i0 + i) : 0;
+    second = key > best ? best : (key > second ? key : second);
+    best = key > best ? key : best;
+  }
+  sel.buf[2 * lane] = best;
+  sel.buf[2 * lane + 1] = second;
+  sort_candidates(sel.buf, 64, k, lane);
+  if (sel.buf[k - 1] != 0) sel.threshold = key_value(sel.buf[k - 1]);
+  __syncwarp();  // every lane has read it before the appends overwrite it
+}
+
+// Thread t of nt scans elements [begin, end) of a row: kInFlight 16-byte packs per iteration (all
+// loads issued before any is used), the first of them seeding the threshold, then the scalar head
+// (up to the first 16-byte boundary) and tail. Every warp runs the same number of iterations, so
+// that the votes and ballots always see all 32 lanes; a lane past the end offers nothing.
+// f32: 4 packs in flight. f16 and bf16: 2, because a pack of 8 logits unrolls into 8 appends, and
+// 4 such packs made the loop too long for the instruction cache (ncu: warps stalled mostly on
+// instruction fetch; 2 packs: 1.4x faster on the H100).
+template <class T>
+constexpr int kInFlight = sizeof(T) == 4 ? 4 : 2;
+
+template <class T>
+__device__ __forceinline__ void scan_select(const T* row, int begin, int end, int t, int nt, float& m, float& s,
+                                            Selection& sel, int k, int lane) {
+  constexpr int P = kPack<T>;
+  const auto misaligned = static_cast<int>(reinterpret_cast<std::uintptr_t>(row + begin) / sizeof(T) % P);
+  const int head = min(end - begin, misaligned == 0 ? 0 : P - misaligned);
+  const int body = begin + head, packs = (end - body) / P, tail = body + packs * P;
+  const auto single = [&](int at, int count) {
+    const bool has = t < count;
+    const float v = has ? kl::to_float(row[at + t]) : -INFINITY;
+    add_to_sum(m, s, v);
+    offer(sel, has, v, at + t, k, lane);
+  };
+  for (int first = 0; first < packs; first += kInFlight<T> * nt) {  // the same trip count in every lane
+    kl::Pack<T, P> raw[kInFlight<T>];  // kept in the input type until used: 4 registers per pack
+#pragma unroll
+    for (int u = 0; u < kInFlight<T>; ++u) {
+      const int q = first + u * nt + t;
+      if (q < packs) raw[u] = kl::load_raw<P>(row + body + q * P);
+      else for (T& x : raw[u].v) x = kl::from_float<T>(-INFINITY);
+    }
+#pragma unroll
+    for (int u = 0; u < kInFlight<T>; ++u) {
+      const int q = first + u * nt + t;
+      float v[P];
+      kl::to_floats(raw[u], v);
+      const float pack_max = add_pack_to_sum(m, s, v);
+      if (u == 0 && first == 0) seed_threshold(sel, q < packs, raw[u], body + q * P, k, lane);
+      offer_pack(sel, q < packs, raw[u], pack_max, body + q * P, k, lane);
+    }
+  }
+  single(begin, head);  // after the seeding, which needs the buffer empty
+  single(tail, end - tail);
+}
+
+// p = e^(x - m) / s for the k sorted winners at the front of buf, written side by side.
+__device__ __forceinline__ void write_best(const Key* buf, int k, int lane, float m, float s, float* prob, int* idx) {
+  for (int j = lane; j < k; j += 32) {
+    prob[j] = __expf(key_value(buf[j]) - m) / s;
+    idx[j] = key_index(buf[j]);
+  }
+}
+
+// Streams `lists` sorted lists of k keys (list l at keys + l * stride; key 0: none) through an
+// empty selection. The largest of the lists' k-th keys seeds the threshold (that list alone holds k
+// keys at least as large), so most keys are rejected before they reach the buffer. The keys are
+// read kBatch per lane at a time, so that their latency is paid once per 256 keys.
+__device__ __forceinline__ void select_from_lists(Selection& sel, const Key* keys, int lists, int stride, int k,
+                                                  int lane) {
+  Key kth = 0;
+  for (int l = lane; l < lists; l += 32) kth = max(kth, keys[static_cast<std::int64_t>(l) * stride + k - 1]);
+  for (int offset = 16; offset > 0; offset /= 2) kth = max(kth, __shfl_xor_sync(kl::kFullMask, kth, offset));
+  if (kth != 0) sel.threshold = key_value(kth);
+  constexpr int kBatch = 8;
+  const int total = lists * k;
+  for (int base = 0; base < total; base += 32 * kBatch) {
+    Key batch[kBatch];
+#pragma unroll
+    for (int r = 0; r < kBatch; ++r) {
+      const int c = base + 32 * r + lane;
+      batch[r] = c < total ? keys[static_cast<std::int64_t>(c / k) * stride + c % k] : 0;
+    }
+    __syncwarp();  // in a block the lists sit in shared memory, where the appends below write
+#pragma unroll
+    for (int r = 0; r < kBatch; ++r) {
+      if (sel.count > sel.cap - 32) keep_best(sel, k, lane);
+      append(sel, batch[r] != 0 && !(key_value(batch[r]) < sel.threshold), batch[r], lane);
+    }
+  }
+  keep_best(sel, k, lane);
+}
+
+// At most 64 registers, so that 4 blocks (32 rows) fit on an SM: R = 4096 rows run in one wave.
+template <class T>
+__global__ void __launch_bounds__(32 * kWarpsPerBlock, 4) topk_warp_select(const T* x, std::int64_t rows, int vocab, int k,
+                                                                       float* prob, int* idx) {
+  __shared__ Key buffers[kWarpsPerBlock * kCap<T>];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const std::int64_t row = blockIdx.x * std::int64_t{kWarpsPerBlock} + warp;
+  if (row >= rows) return;  // the whole warp leaves together
+  Selection sel{buffers + warp * kCap<T>, kCap<T>};
+  float m = -INFINITY, s = 0.f;
+  scan_select(x + row * vocab, 0, vocab, lane, 32, m, s, sel, k, lane);
+  keep_best(sel, k, lane);
+  warp_stats(m, s);
+  write_best(sel.buf, k, lane, m, s, prob + row * k, idx + row * k);
+}
+
+inline void launch_warp_select(const Problem& p, Workspace&, cudaStream_t s) {
+  with_type(p.dtype, [&](auto t) {
+    using T = decltype(t);
+    topk_warp_select<T><<<warp_grid(p.rows), 32 * kWarpsPerBlock, 0, s>>>(static_cast<const T*>(p.x), p.rows, p.vocab,
+                                                                         p.k, p.prob, p.idx);
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
+// ---- steps 5 and 6: a block per row, a row split over blocks ---------------------------------------
 
 constexpr int kBlockThreads = 256;
 constexpr int kBlockWarps = kBlockThreads / 32;
 
-// One block folds a slice of a row (slice = the whole row for step 4): its 8 warps each merge their
-// lanes, write their k winners and (m, s) to shared memory, and warp 0 merges those 8 lists the same
-// way (each lane re-inserts a share of them into a fresh list). With one slice per row the block
-// writes the answer; with several it writes the slice's k keys and (m, s) for topk_merge_slices.
-// 8 warps on one row: a few long rows still keep enough loads in flight to fill the GPU.
-template <class T, int KC>
-__global__ void __launch_bounds__(kBlockThreads) topk_block(const T* x, int vocab, int k, int slices, int slice,
+// One block folds a slice of a row (slice = the whole row for step 5): each of its 8 warps selects
+// as in step 4, then warp 0 streams the 8 warps' sorted lists through one more selection. With
+// one slice per row the block writes the answer; with several it writes the slice's k best keys
+// and (m, s) for topk_merge_slices. 8 warps on one row keep enough loads in flight when rows are few.
+template <class T>
+__global__ void __launch_bounds__(kBlockThreads, 4) topk_block(const T* x, int vocab, int k, int slices, int slice,
                                                             float* prob, int* idx, Key* part_keys, float2* part_stats) {
-  __shared__ Key candidates[kBlockWarps * KC];
+  __shared__ Key buffers[kBlockWarps * kCap<T>];
   __shared__ float2 warp_ms[kBlockWarps];
   const std::int64_t row = blockIdx.x / slices;
-  const int part_id = static_cast<int>(blockIdx.x % slices);
-  const int begin = part_id * slice, end = min(vocab, begin + slice);
+  const int begin = static_cast<int>(blockIdx.x % slices) * slice, end = min(vocab, begin + slice);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  Partial<KC> part;
-  scan_packed(x + row * vocab, begin, end, static_cast<int>(threadIdx.x), kBlockThreads, part);
-  warp_stats(part.m, part.s);
-  Key first = 0, second = 0;
-  warp_merge(part.keys, k, lane, first, second);
-  if (lane < k) candidates[warp * KC + lane] = first;
-  if (lane + 32 < k) candidates[warp * KC + lane + 32] = second;
-  if (lane == 0) warp_ms[warp] = make_float2(part.m, part.s);
+  Selection sel{buffers + warp * kCap<T>, kCap<T>};
+  float m = -INFINITY, s = 0.f;
+  scan_select(x + row * vocab, begin, end, static_cast<int>(threadIdx.x), kBlockThreads, m, s, sel, k, lane);
+  keep_best(sel, k, lane);  // the warp's k best (key 0 where it saw fewer) at the front of its buffer
+  warp_stats(m, s);
+  if (lane == 0) warp_ms[warp] = make_float2(m, s);
   __syncthreads();
   if (warp != 0) return;
-  Partial<KC> block;
-  for (int c = lane; c < kBlockWarps * KC; c += 32) {
-    const Key key = c % KC < k ? candidates[c] : 0;
-    if (key > block.keys[KC - 1]) insert_sorted(block.keys, key);
-  }
-  if (lane < kBlockWarps) {
-    block.m = warp_ms[lane].x;
-    block.s = warp_ms[lane].y;
-  }
-  warp_stats(block.m, block.s);
-  warp_merge(block.keys, k, lane, first, second);
+  // Warp 0 streams the 8 lists through a selection in its own buffer: it has read its own list
+  // before it appends, and the room check keeps its appends out of the other warps' buffers.
+  Selection block{buffers, kCap<T>};
+  select_from_lists(block, buffers, kBlockWarps, kCap<T>, k, lane);
+  m = lane < kBlockWarps ? warp_ms[lane].x : -INFINITY;
+  s = lane < kBlockWarps ? warp_ms[lane].y : 0.f;
+  warp_stats(m, s);
   if (slices == 1) {
-    write_winners(first, second, k, lane, block.m, block.s, prob + row * k, idx + row * k);
+    write_best(buffers, k, lane, m, s, prob + row * k, idx + row * k);
     return;
   }
-  Key* out = part_keys + static_cast<std::int64_t>(blockIdx.x) * k;
-  if (lane < k) out[lane] = first;
-  if (lane + 32 < k) out[lane + 32] = second;
-  if (lane == 0) part_stats[blockIdx.x] = make_float2(block.m, block.s);
+  for (int j = lane; j < k; j += 32) part_keys[static_cast<std::int64_t>(blockIdx.x) * k + j] = buffers[j];
+  if (lane == 0) part_stats[blockIdx.x] = make_float2(m, s);
 }
 
-// Step 5's second kernel: a warp per row reads the slices' (m, s) and sorted k keys (a slice's
-// keys are read only while they beat the lane's list), then merges as in step 2.
-template <int KC>
-__global__ void topk_merge_slices(const Key* part_keys, const float2* part_stats, std::int64_t rows, int slices, int k,
-                                  float* prob, int* idx) {
-  const std::int64_t row = blockIdx.x * std::int64_t{kWarpsPerBlock} + threadIdx.x / 32;
-  if (row >= rows) return;
-  const int lane = threadIdx.x % 32;
-  Partial<KC> part;
-  for (int sl = lane; sl < slices; sl += 32) {
-    const std::int64_t at = row * slices + sl;
-    combine(part.m, part.s, part_stats[at].x, part_stats[at].y);
-    for (int j = 0; j < k; ++j) {
-      const Key key = part_keys[at * k + j];
-      if (!(key > part.keys[KC - 1])) break;
-      insert_sorted(part.keys, key);
-    }
-  }
-  finish_warp(part, k, lane, prob + row * k, idx + row * k);
+// Step 6's second kernel: one warp (one block) per row streams the slices' sorted lists through a
+// selection and combines the slices' (m, s). A block of one warp, so that a decode batch of 8 rows
+// runs on 8 SMs rather than sharing one SM's shared memory.
+constexpr int kMergeCap = 256;
+
+__global__ void __launch_bounds__(32) topk_merge_slices(const Key* part_keys, const float2* part_stats, int slices,
+                                                        int k, float* prob, int* idx) {
+  __shared__ Key buffer[kMergeCap];
+  const std::int64_t row = blockIdx.x;
+  const int lane = threadIdx.x;
+  float m = -INFINITY, s = 0.f;
+  for (int sl = lane; sl < slices; sl += 32) combine(m, s, part_stats[row * slices + sl].x, part_stats[row * slices + sl].y);
+  warp_stats(m, s);
+  Selection sel{buffer, kMergeCap};
+  select_from_lists(sel, part_keys + row * slices * k, slices, k, k, lane);
+  write_best(sel.buf, k, lane, m, s, prob + row * k, idx + row * k);
 }
 
-// Step 5's geometry: about two blocks per SM in all (a decode batch of 8 rows gets 33 slices of a
+// Step 6's geometry: about two blocks per SM in all (a decode batch of 8 rows gets 33 slices of a
 // 128k row). A slice holds at least max(256, 32 K) logits, so that the slices' winners, which the
 // second kernel reads again (8 bytes per key), stay below a quarter of the row's bytes.
 constexpr int kMinSlice = 256;
@@ -593,7 +844,7 @@ inline int slice_length(int vocab, int slices) {
   return (per + 7) / 8 * 8;
 }
 
-template <class T, int KC>
+template <class T>
 void run_block(const Problem& p, int slices, Workspace& ws, cudaStream_t s) {
   const int slice = slice_length(p.vocab, slices);
   const int used = (p.vocab + slice - 1) / slice;  // rounding the slice up may leave the last one empty
@@ -602,46 +853,42 @@ void run_block(const Problem& p, int slices, Workspace& ws, cudaStream_t s) {
     ws.part_stats.resize(static_cast<std::size_t>(p.rows * used));
   }
   const auto blocks = static_cast<unsigned>(p.rows * used);
-  topk_block<T, KC><<<blocks, kBlockThreads, 0, s>>>(static_cast<const T*>(p.x), p.vocab, p.k, used, slice, p.prob,
-                                                     p.idx, ws.part_keys.data(), ws.part_stats.data());
+  topk_block<T><<<blocks, kBlockThreads, 0, s>>>(static_cast<const T*>(p.x), p.vocab, p.k, used, slice, p.prob, p.idx,
+                                                 ws.part_keys.data(), ws.part_stats.data());
   CUDA_CHECK_LAUNCH();
   if (used > 1) {
-    topk_merge_slices<KC><<<warp_grid(p.rows), 32 * kWarpsPerBlock, 0, s>>>(ws.part_keys.data(), ws.part_stats.data(),
-                                                                             p.rows, used, p.k, p.prob, p.idx);
+    topk_merge_slices<<<static_cast<unsigned>(p.rows), 32, 0, s>>>(ws.part_keys.data(), ws.part_stats.data(), used,
+                                                                    p.k, p.prob, p.idx);
     CUDA_CHECK_LAUNCH();
   }
 }
 
 inline void launch_block_per_row(const Problem& p, Workspace& ws, cudaStream_t s) {
-  with_type(p.dtype, [&](auto t) { with_kc(p.k, [&](auto kc) { run_block<decltype(t), kc()>(p, 1, ws, s); }); });
+  with_type(p.dtype, [&](auto t) { run_block<decltype(t)>(p, 1, ws, s); });
 }
 
 inline void launch_split_row(const Problem& p, Workspace& ws, cudaStream_t s) {
   const int slices = slice_count(p.rows, p.vocab, p.k, kl::sm_count());
-  with_type(p.dtype, [&](auto t) { with_kc(p.k, [&](auto kc) { run_block<decltype(t), kc()>(p, slices, ws, s); }); });
+  with_type(p.dtype, [&](auto t) { run_block<decltype(t)>(p, slices, ws, s); });
 }
 
-// ---- step 6: the dispatcher -----------------------------------------------------------------------
+// ---- step 7: the dispatcher -----------------------------------------------------------------------
 
 // A streaming kernel needs about 16 warps per SM, each with two 16-byte loads per lane in flight,
 // to cover the memory latency (H100: ~3.3 TB/s x ~0.8 us = ~2.6 MB in flight, ~20 KB per SM).
-// A warp per row gives R warps; a block per row 8 R; slices make more. K decides how many warps can
-// be resident at all: 64 keys per thread take ~200 registers (ptxas), room for one 256-thread
-// block (8 warps) per SM, so at K > 32 fewer rows already fill the GPU. Rows of at most kShortRow
-// logits are never worth splitting. K also sets step 5's slice length (slice_count).
+// A warp per row gives R warps; a block per row 8 R; slices make more. Rows of at most kShortRow
+// logits are never worth splitting. K sets step 6's slice length (slice_count).
 constexpr int kWantedWarpsPerSm = 16;
 constexpr int kShortRow = 4096;
 
-inline int resident_warps_per_sm(int k) { return round_k(k) == kMaxK ? 8 : kWantedWarpsPerSm; }
-
-inline int choose_step(std::int64_t rows, int vocab, int k, int sms) {
-  const std::int64_t wanted = std::int64_t{sms} * resident_warps_per_sm(k);
-  if (vocab <= kShortRow || rows >= wanted) return 3;
-  if (rows * kBlockWarps >= wanted) return 4;
-  return 5;
+inline int choose_step(std::int64_t rows, int vocab, int sms) {
+  const std::int64_t wanted = std::int64_t{sms} * kWantedWarpsPerSm;
+  if (vocab <= kShortRow || rows >= wanted) return 4;
+  if (rows * kBlockWarps >= wanted) return 5;
+  return 6;
 }
 
-inline int chosen_step(const Problem& p) { return choose_step(p.rows, p.vocab, p.k, kl::sm_count()); }
+inline int chosen_step(const Problem& p) { return choose_step(p.rows, p.vocab, kl::sm_count()); }
 
 inline void launch_dispatch(const Problem& p, Workspace& ws, cudaStream_t s);  // after the table
 
@@ -661,12 +908,14 @@ inline constexpr TopkStep kSteps[] = {
     {"warp_per_row", "fused: a warp per row, online (max, sum) + register top-K per lane, warp merge",
      launch_warp_per_row, true},
     {"warp_vector", "step 2 + 16-byte loads + early reject below each lane's K-th best", launch_warp_vector, true},
-    {"block_per_row", "a block per row: 8 warps split the row, merge through shared memory", launch_block_per_row, true},
+    {"warp_select", "one K-best list per warp: a shared threshold, candidates appended to shared memory",
+     launch_warp_select, true},
+    {"block_per_row", "a block per row: 8 warps select, warp 0 sorts their lists together", launch_block_per_row, true},
     {"split_row", "a row split over blocks + a second kernel merging the slices (decode)", launch_split_row, true},
-    {"dispatch", "picks step 3, 4 or 5 by R, V and K", launch_dispatch, true},
+    {"dispatch", "picks step 4, 5 or 6 by R and V", launch_dispatch, true},
 };
 
-inline constexpr int kDispatchStep = 6;
+inline constexpr int kDispatchStep = 7;
 
 inline void launch_dispatch(const Problem& p, Workspace& ws, cudaStream_t s) { kSteps[chosen_step(p) - 1].launch(p, ws, s); }
 
@@ -678,7 +927,7 @@ inline void run_step(const TopkStep& st, const Problem& p, Workspace& ws, cudaSt
 }
 
 // The public API: the k largest softmax probabilities of each row of x [rows, vocab] and their
-// indices, sorted (ties: the lower index first), through the dispatcher. ws keeps step 5's scratch
+// indices, sorted (ties: the lower index first), through the dispatcher. ws keeps step 6's scratch
 // between calls (and makes a repeated call capturable in a CUDA graph). Throws kl::UsageError,
 // launching nothing, when k is not in 1..64 or k > vocab.
 template <class T>
