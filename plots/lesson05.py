@@ -92,7 +92,7 @@ def speedup_figure(rows, path):
     ax.set_xticks(ks, [str(k) for k in ks])
     ax.set_yscale("log")
     ax.set_xlabel("K (probabilities kept per row)")
-    ax.set_ylabel("speed-up of step 6 (dispatch)")
+    ax.set_ylabel(f"speed-up of step {FUSED} (dispatch)")
     ax.set_title(f"Lesson 05: fused softmax + top-K vs K, R = 4096, V = 50257, {rows[0]['gpu']}")
     ax.legend(fontsize=7)
     return klplot.save(fig, path)
