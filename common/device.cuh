@@ -2,6 +2,7 @@
 // quoted: the copy bandwidth comes from a device-to-device copy in the same run.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "common/buffer.cuh"
 #include "common/stats.hpp"
@@ -66,20 +67,18 @@ inline void ensure_fits(double bytes, const std::string& what) {
   }
 }
 
-// Device-to-device copy of 2 x 512 MiB, median of 20 after 10 warm-up copies (an idle GPU needs
-// a few milliseconds of work to reach its full clocks): bytes read + bytes written per second.
-// This is the bandwidth floor's denominator for every memory-bound step.
-inline double measure_copy_gbps(int reps = 20) {
-  const std::size_t bytes = std::size_t{512} << 20;
-  DeviceBuffer<unsigned char> src(bytes), dst(bytes);
-  CUDA_CHECK(cudaMemset(src.data(), 1, bytes));
+// Median milliseconds of op() (work on the default stream, CUDA events around it) over `reps`
+// runs, after `warmups` untimed ones: an idle GPU needs a few milliseconds of work to reach its
+// full clocks. How the lessons measure their limits.
+template <class Op>
+double median_ms(int warmups, int reps, Op&& op) {
   cudaEvent_t start, stop;
   CUDA_CHECK(cudaEventCreate(&start));
   CUDA_CHECK(cudaEventCreate(&stop));
   std::vector<double> ms;
-  for (int r = -10; r < reps; ++r) {
+  for (int r = -warmups; r < reps; ++r) {
     CUDA_CHECK(cudaEventRecord(start));
-    CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice));
+    op();
     CUDA_CHECK(cudaEventRecord(stop));
     CUDA_CHECK(cudaEventSynchronize(stop));
     float t = 0;
@@ -88,7 +87,19 @@ inline double measure_copy_gbps(int reps = 20) {
   }
   CUDA_CHECK(cudaEventDestroy(start));
   CUDA_CHECK(cudaEventDestroy(stop));
-  return 2.0 * bytes / (summarize(ms).median * 1e-3) / 1e9;
+  return summarize(ms).median;
+}
+
+// Device-to-device copy of 2 x 512 MiB, median of 20 after 10 warm-up copies: bytes read + bytes
+// written per second. This is the bandwidth floor's denominator for every memory-bound step.
+inline double measure_copy_gbps(int reps = 20) {
+  const std::size_t bytes = std::size_t{512} << 20;
+  DeviceBuffer<unsigned char> src(bytes), dst(bytes);
+  CUDA_CHECK(cudaMemset(src.data(), 1, bytes));
+  const double ms = median_ms(10, reps, [&] {
+    CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice));
+  });
+  return 2.0 * bytes / (ms * 1e-3) / 1e9;
 }
 
 }  // namespace kl

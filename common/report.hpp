@@ -40,6 +40,14 @@ struct Row {
   }
 };
 
+// The check's verdict in a row: its error against the reference and whether that is within the
+// limit. Without a check (--no-check) the error is NaN and the row is not FAILED.
+template <class Error>
+void record_check(Row& row, bool check, Error&& error, double limit) {
+  row.err = check ? error() : NAN;
+  row.ok = !check || row.err <= limit;
+}
+
 inline const char* kCsvHeader =
     "lesson,step,name,dtype,shape,ms_median,ms_min,ms_max,gbps,tflops,pct_of_limit,max_rel_err,gpu";
 

@@ -205,12 +205,8 @@ inline void graph_replay(const SumLesson& l) {
     Scratch scratch;
     l.steps[i].launch(x.data() + 1, n, out.data(), scratch, stream);  // first run: scratch allocated here
     CUDA_CHECK(cudaStreamSynchronize(stream));
-    cudaGraph_t graph;
-    cudaGraphExec_t exec;
-    CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    l.steps[i].launch(x.data() + 1, n, out.data(), scratch, stream);
-    CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-    CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    const cudaGraphExec_t exec =
+        capture_graph(stream, [&](cudaStream_t s) { l.steps[i].launch(x.data() + 1, n, out.data(), scratch, s); });
     for (int replay = 0; replay < 3; ++replay) {
       out.poison();
       CUDA_CHECK(cudaGraphLaunch(exec, stream));
@@ -218,7 +214,6 @@ inline void graph_replay(const SumLesson& l) {
       CHECK(out.download(1)[0] == exact);
     }
     CUDA_CHECK(cudaGraphExecDestroy(exec));
-    CUDA_CHECK(cudaGraphDestroy(graph));
   }
   CUDA_CHECK(cudaStreamDestroy(stream));
 }

@@ -126,6 +126,23 @@ TEST_CASE("finish_run: exit 1 when a step failed; the CSV ends with the measured
   std::remove(path.c_str());
 }
 
+TEST_CASE("record_check: the error and the verdict; --no-check computes nothing and fails nothing") {
+  kl::Row row;
+  int calls = 0;
+  kl::record_check(row, false, [&] { return ++calls, 9.0; }, 1.0);
+  CHECK(calls == 0);
+  CHECK(std::isnan(row.err));
+  CHECK(row.ok);
+  kl::record_check(row, true, [&] { return ++calls, 0.5; }, 1.0);
+  CHECK(row.err == 0.5);
+  CHECK(row.ok);
+  kl::record_check(row, true, [&] { return ++calls, 2.0; }, 1.0);
+  CHECK_FALSE(row.ok);
+  kl::record_check(row, true, [] { return double(NAN); }, 1.0);  // a NaN error is a failure
+  CHECK_FALSE(row.ok);
+  CHECK(calls == 2);
+}
+
 TEST_CASE("table: ratios against step 1 and the library; FAILED rows carry no time") {
   kl::Limits lim{1000.0, 0};
   kl::Row s1{"1", "slow", "f32", "n"}, s2{"2", "wrong", "f32", "n"}, lib{"lib", "cub", "f32", "n", true};

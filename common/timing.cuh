@@ -13,6 +13,30 @@
 
 namespace kl {
 
+// Captures the work that launch(stream) enqueues into a CUDA graph and returns it instantiated,
+// ready to replay with cudaGraphLaunch (the caller destroys it with cudaGraphExecDestroy). Short
+// steps are timed this way, and the tests check that a step's repeated run can be captured.
+template <class Launch>
+cudaGraphExec_t capture_graph(cudaStream_t stream, Launch&& launch) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  launch(stream);
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  CUDA_CHECK(cudaGraphDestroy(graph));
+  return exec;
+}
+
+// Captures launch(stream), replays the graph once and waits for it.
+template <class Launch>
+void replay_once(cudaStream_t stream, Launch&& launch) {
+  const cudaGraphExec_t exec = capture_graph(stream, launch);
+  CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  CUDA_CHECK(cudaStreamSynchronize(stream));
+  CUDA_CHECK(cudaGraphExecDestroy(exec));
+}
+
 // Reads (never writes) a buffer twice the L2 size, so the next step starts with a cold cache
 // that holds only clean lines: no write-backs land inside the timed region.
 static __global__ void flush_l2_kernel(const float4* buf, std::size_t n, float* sink) {
@@ -65,12 +89,7 @@ class Timer {
     std::vector<double> ms;
     cudaGraphExec_t exec = nullptr;
     if (t.graph) {
-      cudaGraph_t graph;
-      CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-      launch(stream_);
-      CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
-      CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-      CUDA_CHECK(cudaGraphDestroy(graph));
+      exec = capture_graph(stream_, launch);
       CUDA_CHECK(cudaGraphLaunch(exec, stream_));  // the graph's first upload stays untimed
     } else {
       ms.push_back(first);

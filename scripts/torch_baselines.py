@@ -3,6 +3,7 @@ the way the lessons time their steps (CUDA events, L2 flushed before every repet
 30, graph replay for work shorter than 0.1 ms), appended to RESULTS_DIR/lessonNN.csv as step
 "pytorch" in the shared schema. Each result is checked against float64 first."""
 import csv
+import importlib
 import os
 import statistics
 import sys
@@ -117,15 +118,9 @@ if __name__ == "__main__":
     print(f"PyTorch {torch.__version__} on {gpu}")
     reductions(sys.argv[1], gpu)
     softmax(sys.argv[1], gpu)
-    if os.path.exists(os.path.join(sys.argv[1], "lesson05.csv")):
-        import torch_topk  # lesson 05's rows, beside this file
-
-        torch_topk.topk(sys.argv[1], gpu, time_ms, append, copy_gbps)
-    if os.path.exists(os.path.join(sys.argv[1], "lesson06.csv")):
-        import torch_gemm  # lesson 06's rows, beside this file
-
-        torch_gemm.gemm(sys.argv[1], gpu, time_ms, append, copy_gbps)
-    if os.path.exists(os.path.join(sys.argv[1], "lesson07.csv")):
-        import torch_attention  # lesson 07's rows, beside this file
-
-        torch_attention.attention(sys.argv[1], gpu, time_ms, append, copy_gbps)
+    # Lessons 05-07 keep their PyTorch equivalents in a module beside this file, run where the
+    # lesson's CSV exists.
+    for lesson, module, function in (("05", "torch_topk", "topk"), ("06", "torch_gemm", "gemm"),
+                                     ("07", "torch_attention", "attention")):
+        if os.path.exists(os.path.join(sys.argv[1], f"lesson{lesson}.csv")):
+            getattr(importlib.import_module(module), function)(sys.argv[1], gpu, time_ms, append, copy_gbps)

@@ -109,12 +109,7 @@ std::vector<kl::Row> run_shape(std::int64_t rows, std::int64_t cols, const Run& 
     CUDA_CHECK(cudaStreamSynchronize(timer.stream()));
     kl::Row row{label, st.name, lesson04::dtype_name(dtype), shape_text(rows, cols), st.library};
     row.bytes = 2.0 * n * sizeof(T);
-    if (run.check) {
-      row.err = lesson04::max_error(y.download(n), ref, tol);
-      row.ok = row.err <= tol.rel;
-    } else {
-      row.err = NAN;
-    }
+    kl::record_check(row, run.check, [&] { return lesson04::max_error(y.download(n), ref, tol); }, tol.rel);
     kl::time_if_ok(timer, row, launch, kl::TimingOptions{run.reps, kSlowMs});
     out.push_back(row);
   }

@@ -105,13 +105,10 @@ std::vector<kl::Row> run_shape(const Shape& sh, const Run& run, kl::Timer& timer
     CUDA_CHECK(cudaStreamSynchronize(timer.stream()));
     kl::Row row{step_label(i), st.name, lesson05::dtype_name(dtype), shape_text(sh), false};
     row.bytes = bytes;
-    if (run.check) {
-      const lesson05::Tolerance tol = lesson05::tolerance(st.fused ? Dtype::f32 : dtype);
-      row.err = lesson05::max_error(prob.download(out), idx.download(out), ref, xf, tol, st.fused);
-      row.ok = row.err <= tol.rel;
-    } else {
-      row.err = NAN;
-    }
+    const lesson05::Tolerance tol = lesson05::tolerance(st.fused ? Dtype::f32 : dtype);
+    kl::record_check(
+        row, run.check, [&] { return lesson05::max_error(prob.download(out), idx.download(out), ref, xf, tol, st.fused); },
+        tol.rel);
     kl::time_if_ok(timer, row, launch, kl::TimingOptions{run.reps, kSlowMs});
     rows.push_back(row);
   }

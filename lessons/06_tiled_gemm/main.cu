@@ -154,12 +154,10 @@ kl::Row measure(Inputs& in, const Problem& checked, kl::Row row, const Run& run,
   launch(timer.stream());  // the check run, which also warms up and grows the workspace
   CUDA_CHECK(cudaStreamSynchronize(timer.stream()));
   row.flops = 2.0 * checked.m * checked.n * checked.k;
-  if (run.check) {
-    row.err = lesson06::max_error(in.dd.download(static_cast<std::size_t>(checked.m) * checked.n), checked, in.ref, in.host);
-    row.ok = row.err <= lesson06::tolerance(checked.k);
-  } else {
-    row.err = NAN;
-  }
+  kl::record_check(
+      row, run.check,
+      [&] { return lesson06::max_error(in.dd.download(static_cast<std::size_t>(checked.m) * checked.n), checked, in.ref, in.host); },
+      lesson06::tolerance(checked.k));
   kl::time_if_ok(timer, row, launch, kl::TimingOptions{run.reps, kSlowMs});
   return row;
 }

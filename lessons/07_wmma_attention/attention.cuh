@@ -854,25 +854,13 @@ inline double measure_tensor_tflops() {
   cublasHandle_t h;
   cublas_check(cublasCreate(&h), "cublasCreate");
   const float one = 1.f, zero = 0.f;
-  cudaEvent_t e0, e1;
-  CUDA_CHECK(cudaEventCreate(&e0));
-  CUDA_CHECK(cudaEventCreate(&e1));
-  std::vector<double> ms;
-  for (int r = -3; r < 10; ++r) {
-    CUDA_CHECK(cudaEventRecord(e0));
+  const double ms = kl::median_ms(3, 10, [&] {
     cublas_check(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a.data(), CUDA_R_16F, n, b.data(), CUDA_R_16F,
                               n, &zero, c.data(), CUDA_R_16F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                  "cublasGemmEx");
-    CUDA_CHECK(cudaEventRecord(e1));
-    CUDA_CHECK(cudaEventSynchronize(e1));
-    float t = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-    if (r >= 0) ms.push_back(t);
-  }
-  CUDA_CHECK(cudaEventDestroy(e0));
-  CUDA_CHECK(cudaEventDestroy(e1));
+  });
   cublasDestroy(h);
-  return 2.0 * n * n * static_cast<double>(n) / (kl::summarize(ms).median * 1e-3) / 1e12;
+  return 2.0 * n * n * static_cast<double>(n) / (ms * 1e-3) / 1e12;
 }
 
 // ---- the table of steps ---------------------------------------------------------------------------------

@@ -129,12 +129,7 @@ std::vector<kl::Row> run_shape(Part part, Problem p, const Run& run, kl::Timer& 
     kl::Row row{st.label, st.name, "f16", shape_text(part, p), st.library};
     if (part == Part::tile) row.bytes = lesson07::bytes(p);
     row.flops = lesson07::flops(p);
-    if (run.check) {
-      row.err = lesson07::max_error(o.download(), ref, rows, p.dim);
-      row.ok = row.err <= lesson07::kRel;
-    } else {
-      row.err = NAN;
-    }
+    kl::record_check(row, run.check, [&] { return lesson07::max_error(o.download(), ref, rows, p.dim); }, lesson07::kRel);
     kl::time_if_ok(timer, row, launch, kl::TimingOptions{run.reps, kSlowMs});
     out.push_back(row);
   }
