@@ -171,63 +171,167 @@ inline void launch_double_buffer(const Problem& p, cudaStream_t s) {
   CUDA_CHECK_LAUNCH();
 }
 
-// ---- step 6: warp tiling, tuned tile sizes --------------------------------------------------------
+// ---- step 6: warp tiling, a 3-stage cp.async pipeline, tuned tile sizes ----------------------------
+
+// cp.async copies global memory to shared memory without passing through registers; `bytes` below
+// the copy's size fill the rest with zeros (0: nothing is read). A thread's copies are committed as
+// one group per tile, and wait_group<N> waits until at most N of its groups are still in flight.
+__device__ __forceinline__ void cp_async4(float* dst, const float* src, int bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
+               "l"(src), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async16(float* dst, const float* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
+               "l"(src), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Copies one BMxBK tile of A and one BKxBN tile of B straight into a shared-memory stage, walking K
+// from start(). A is transposed on the way (as[k][m], rows padded by 4 floats) by 4-byte copies whose
+// lanes walk k (one 32-byte sector per row of A in global memory); B goes in 16-byte copies (4-byte
+// ones where B's rows are not 16-byte aligned). Zero-fill past the edges, so tails stay in the kernel.
+template <int BM, int BN, int BK, int Threads>
+struct AsyncTileLoader {
+  static constexpr int kLdA = BM + 4, kLdB = BN;
+  static constexpr int kRowsA = Threads / BK, kA = BM / kRowsA;          // A: kA copies of 4 bytes
+  static constexpr int kRowsB = Threads / (BN / 4), kB = BK / kRowsB;    // B: kB copies of 16 bytes
+  static_assert(kRowsA * BK == Threads && kA * kRowsA == BM && kRowsB * (BN / 4) == Threads && kB * kRowsB == BK, "tile/threads");
+  const float* pa;  // A[m0 + ra][k + ka]
+  const float* pb;  // B[k + rb][n0 + cb]
+  std::int64_t a_step, b_step;  // kRowsA rows of A, kRowsB rows of B
+  int k, ka, ra, rb, cb, n_left, m_left;
+  bool vec_b;
+
+  __device__ __forceinline__ void start(const Problem& p, int m0, int n0, int k0) {
+    k = k0;
+    ka = threadIdx.x % BK;
+    ra = threadIdx.x / BK;
+    rb = threadIdx.x / (BN / 4);
+    cb = threadIdx.x % (BN / 4) * 4;
+    m_left = p.m - m0;
+    n_left = p.n - n0;
+    vec_b = aligned16(p.b, p.ldb);
+    pa = p.a + std::int64_t{m0 + ra} * p.lda + k0 + ka;
+    pb = p.b + std::int64_t{k0 + rb} * p.ldb + n0 + cb;
+    a_step = std::int64_t{kRowsA} * p.lda;
+    b_step = std::int64_t{kRowsB} * p.ldb;
+  }
+
+  __device__ __forceinline__ void copy(const Problem& p, int k_end, float* as, float* bs) {
+    const bool k_in = k + ka < k_end;
+#pragma unroll
+    for (int i = 0; i < kA; ++i) {
+      const bool in = k_in && ra + i * kRowsA < m_left;
+      cp_async4(as + ka * kLdA + ra + i * kRowsA, in ? pa + i * a_step : p.a, in ? 4 : 0);
+    }
+#pragma unroll
+    for (int i = 0; i < kB; ++i) {
+      const bool row_in = k + rb + i * kRowsB < k_end;
+      const float* src = pb + i * b_step;
+      float* dst = bs + (rb + i * kRowsB) * kLdB + cb;
+      if (vec_b) {
+        const int bytes = row_in ? 4 * max(0, min(4, n_left - cb)) : 0;
+        cp_async16(dst, bytes ? src : p.b, bytes);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const bool in = row_in && cb + j < n_left;
+          cp_async4(dst + j, in ? src + j : p.b, in ? 4 : 0);
+        }
+      }
+    }
+    pa += BK;
+    pb += std::int64_t{BK} * p.ldb;
+    k += BK;
+  }
+};
 
 // A block tile BM x BN x BK made of (16 Q) x 64 warp tiles: in a warp, lane (lm, ln) = (lane / 8,
 // lane % 8) owns 2Q quadrants of 4x4, rows lm*4 + 16 q (q < Q) and columns ln*4 + {0, 32}: a thread
-// tile of 4Q x 8. Q = 2: 64 accumulators, two blocks an SM; Q = 4: 128, one block an SM of up to
-// 255 registers (what cuBLAS's FP32 kernel does), half the shared reads per FMA.
-template <int BM_, int BN_, int BK_, int Q_ = 2>
+// tile of 4Q x 8. Q = 2: 64 accumulators; Q = 4: 128, one block an SM of up to 255 registers (what
+// cuBLAS's FP32 kernel does), half the shared reads per FMA. S shared-memory stages.
+template <int BM_, int BN_, int BK_, int Q_ = 2, int S_ = 3>
 struct Config {
-  static constexpr int BM = BM_, BN = BN_, BK = BK_, Q = Q_;
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, Q = Q_, S = S_;
   static constexpr int kWarpsN = BN / 64, kThreads = BM / (16 * Q) * kWarpsN * 32;
-  // Q = 2 with 256 threads: 2 blocks an SM (<= 128 registers); smaller blocks: <= 170 registers, so
-  // their larger share of load staging registers does not spill.
+  // Q = 2: 512 threads a block or 2 blocks of 256 an SM (<= 128 registers); smaller blocks: <= 170.
   static constexpr int kMinBlocks = Q == 4 ? 1 : kThreads >= 256 ? 512 / kThreads : 384 / kThreads;
-  using Loader = TileLoader<BM, BN, BK, kThreads>;
+  using Loader = AsyncTileLoader<BM, BN, BK, kThreads>;
+  static constexpr int kStageFloats = BK * (Loader::kLdA + Loader::kLdB);  // one stage: A^T tile, then B tile
+  static constexpr int kSmemBytes = S * kStageFloats * 4;
 };
 
-// The configuration step 6 and 7 use on the H100 (the README's tuning table; main.cu's `--tune`).
-using Tuned = Config<256, 128, 8, 4>;
-// Few output tiles (skinny or small problems): smaller tiles, and K split over slices.
+// The configuration steps 6 and 7 use on the H100 (the README's tuning table; main.cu's `--tune`):
+// 16 warps of 32x64, 8x8 a thread, three stages of 16-deep tiles (72 KB).
+using Tuned = Config<128, 256, 16>;
+// Few output tiles, or rows of A or B not 16-byte aligned: smaller tiles, three blocks an SM, with K
+// split over slices when there are few of them.
 using SplitCfg = Config<128, 64, 16>;
 
+// One k of a thread's fragments from a stage: Q float4 of A (rows wm + 16q) and 2 float4 of B
+// (columns wn and wn + 32).
+template <class Cfg>
+__device__ __forceinline__ void load_fragments(float4 (&a)[Cfg::Q], float4 (&b)[2], const float* stage, int kk, int wm, int wn) {
+  const float* as = stage + kk * Cfg::Loader::kLdA + wm;
+  const float* bs = stage + Cfg::BK * Cfg::Loader::kLdA + kk * Cfg::Loader::kLdB + wn;
+#pragma unroll
+  for (int q = 0; q < Cfg::Q; ++q) a[q] = *reinterpret_cast<const float4*>(as + 16 * q);
+  b[0] = *reinterpret_cast<const float4*>(bs);
+  b[1] = *reinterpret_cast<const float4*>(bs + 32);
+}
+
 // Step 6: lanes read A and B values that sit side by side (32 and 64 consecutive floats per warp),
-// so each 16-byte shared read of a warp is one conflict-free wavefront (steps 4-5: two); the block
-// tile and K-slice come from tuning. blockIdx.z selects a K slice [z*k_slice, (z+1)*k_slice) whose
-// result goes to d + z*slice_stride (split-K; one slice otherwise).
+// so each 16-byte shared read of a warp is one conflict-free wavefront (steps 4-5: two). Tiles
+// arrive by cp.async S stages deep, with no staging registers or instructions among the FMAs, and
+// the fragments of k+1 are read while the FMAs of k run (across the barrier too), so no FMA waits
+// for shared memory. blockIdx.z selects a K slice [z*k_slice, (z+1)*k_slice) written to
+// d + z*slice_stride.
 template <class Cfg, class Epi>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     gemm_warp_tiled(Problem p, int k_slice, std::int64_t slice_stride) {
-  using Loader = typename Cfg::Loader;
-  __shared__ __align__(16) float as[2][Cfg::BK * Loader::kLdA];
-  __shared__ __align__(16) float bs[2][Cfg::BK * Loader::kLdB];
+  static_assert(Cfg::BK % 2 == 0, "fragments alternate between two register sets");
+  extern __shared__ __align__(16) float smem[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wm = warp / Cfg::kWarpsN * 16 * Cfg::Q + lane / 8 * 4, wn = warp % Cfg::kWarpsN * 64 + lane % 8 * 4;
   const int m0 = blockIdx.y * Cfg::BM, n0 = blockIdx.x * Cfg::BN;
   const int k_begin = blockIdx.z * k_slice, k_end = min(p.k, k_begin + k_slice);
-  Loader tile;
+  const int tiles = (k_end - k_begin + Cfg::BK - 1) / Cfg::BK;
+  typename Cfg::Loader tile;
   tile.start(p, m0, n0, k_begin);
-  float acc[4 * Cfg::Q][8] = {};
-  tile.load(p, k_end);
-  tile.store(as[0], bs[0]);
+#pragma unroll
+  for (int s = 0; s < Cfg::S; ++s) {  // tiles 0 .. S-1 in flight, one commit group each
+    if (s < tiles) tile.copy(p, k_end, smem + s * Cfg::kStageFloats, smem + s * Cfg::kStageFloats + Cfg::BK * Cfg::Loader::kLdA);
+    cp_async_commit();
+  }
+  cp_async_wait<Cfg::S - 1>();
   __syncthreads();
+  float acc[4 * Cfg::Q][8] = {};
+  float4 a[2][Cfg::Q], b[2][2];
+  load_fragments<Cfg>(a[0], b[0], smem, 0, wm, wn);
   int stage = 0;
-  for (int k0 = k_begin; k0 < k_end; k0 += Cfg::BK) {
-    const bool more = k0 + Cfg::BK < k_end;
-    if (more) tile.load(p, k_end);
+  for (int t = 0; t < tiles; ++t) {
+    const int next = stage == Cfg::S - 1 ? 0 : stage + 1;
 #pragma unroll
     for (int kk = 0; kk < Cfg::BK; ++kk) {
-      const float* a = as[stage] + kk * Loader::kLdA + wm;
-      const float* b = bs[stage] + kk * Loader::kLdB + wn;
-      float4 a4[Cfg::Q];
-#pragma unroll
-      for (int q = 0; q < Cfg::Q; ++q) a4[q] = *reinterpret_cast<const float4*>(a + 16 * q);
-      outer<Cfg::Q>(acc, a4, *reinterpret_cast<const float4*>(b), *reinterpret_cast<const float4*>(b + 32));
+      if (kk < Cfg::BK - 1) {
+        load_fragments<Cfg>(a[(kk + 1) % 2], b[(kk + 1) % 2], smem + stage * Cfg::kStageFloats, kk + 1, wm, wn);
+      } else {
+        cp_async_wait<Cfg::S - 2>();  // this thread's copies of tile t+1 have landed ...
+        __syncthreads();              // ... everyone's have, and no warp reads tile t's stage any more
+        float* free = smem + stage * Cfg::kStageFloats;
+        if (t + Cfg::S < tiles) tile.copy(p, k_end, free, free + Cfg::BK * Cfg::Loader::kLdA);
+        cp_async_commit();
+        if (t + 1 < tiles) load_fragments<Cfg>(a[0], b[0], smem + next * Cfg::kStageFloats, 0, wm, wn);
+      }
+      outer<Cfg::Q>(acc, a[kk % 2], b[kk % 2][0], b[kk % 2][1]);
     }
-    if (more) tile.store(as[stage ^ 1], bs[stage ^ 1]);
-    __syncthreads();
-    stage ^= 1;
+    stage = next;
   }
   float* d = p.d + blockIdx.z * slice_stride;
   const bool vec_d = aligned16(d, p.ldd);
@@ -239,9 +343,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
                   make_float4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]));
 }
 
+// Launches gemm_warp_tiled over `slices` K slices of `depth`; shared memory is dynamic, and a kernel
+// that needs more than 48 KB asks for it once.
 template <class Cfg, class Epi>
-void launch_warp_tiled(const Problem& p, cudaStream_t s) {
-  gemm_warp_tiled<Cfg, Epi><<<tile_grid(p, Cfg::BM, Cfg::BN), Cfg::kThreads, 0, s>>>(p, p.k, 0);
+void launch_warp_tiled(const Problem& p, cudaStream_t s, int slices = 1, int depth = 0, std::int64_t slice_stride = 0) {
+  static const bool opted_in = Cfg::kSmemBytes <= (48 << 10) ||
+      cudaFuncSetAttribute(gemm_warp_tiled<Cfg, Epi>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes) == cudaSuccess;
+  if (!opted_in) throw std::runtime_error("cudaFuncSetAttribute: the tile needs more shared memory than the device has");
+  gemm_warp_tiled<Cfg, Epi><<<tile_grid(p, Cfg::BM, Cfg::BN, slices), Cfg::kThreads, Cfg::kSmemBytes, s>>>(p, depth > 0 ? depth : p.k, slice_stride);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -300,22 +409,24 @@ __global__ void split_k_reduce(Problem p, const float* partial, int slices) {
 
 // ---- the dispatcher -------------------------------------------------------------------------------
 
-enum class Path { naive, tiled, small_tiles, split_k };
+enum class Path { naive, tiled, unaligned, small_tiles, split_k };
 
 struct Plan {
   Path path;
   int slices;
 };
 
-constexpr double kNaiveBelow = 1 << 18;  // M*N*K: launch-bound either way, and naive needs no tile setup
+constexpr double kNaiveBelow = 1 << 25;  // M*N*K: launch-bound either way, and naive needs no tile setup
 
 // Tiny problems go to the naive kernel; problems with about one Tuned tile per SM (one block an SM)
-// to the tuned kernel; the rest to SplitCfg's smaller tiles, three blocks an SM, with K split so that
-// about two of them per SM have work, each slice at least 256 deep (one slice: small_tiles).
-inline Plan plan(int m, int n, int k, int sms) {
+// to the tuned kernel, or, when A's or B's rows are not 16-byte aligned (K or N not a multiple of 4),
+// to SplitCfg's smaller tiles, which hide the slower 4-byte copies better; the rest to SplitCfg's
+// tiles too, with K split so that about two of them per SM have work, each slice at least 256 deep
+// (one slice when K is too short to split: small_tiles).
+inline Plan plan(int m, int n, int k, int sms, bool aligned = true) {
   if (static_cast<double>(m) * n * k <= kNaiveBelow) return {Path::naive, 1};
   const std::int64_t tiles = std::int64_t{(m + Tuned::BM - 1) / Tuned::BM} * ((n + Tuned::BN - 1) / Tuned::BN);
-  if (10 * tiles >= 9 * sms) return {Path::tiled, 1};
+  if (10 * tiles >= 9 * sms) return {aligned ? Path::tiled : Path::unaligned, 1};
   const std::int64_t split_tiles = std::int64_t{(m + SplitCfg::BM - 1) / SplitCfg::BM} * ((n + SplitCfg::BN - 1) / SplitCfg::BN);
   const int slices = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>({2 * sms / split_tiles, k / 256, 16})));
   return {slices > 1 ? Path::split_k : Path::small_tiles, slices};
@@ -342,20 +453,26 @@ void launch_split_k(const Problem& p, int slices, Workspace& ws, cudaStream_t s)
   part.act = Act::none;
   const int depth = slice_depth(p.k, slices, Cfg::BK);
   const int used = (p.k + depth - 1) / depth;
-  gemm_warp_tiled<Cfg, Fused<Bias::none, Act::none, false>>
-      <<<tile_grid(p, Cfg::BM, Cfg::BN, used), Cfg::kThreads, 0, s>>>(part, depth, mn);
-  CUDA_CHECK_LAUNCH();
+  launch_warp_tiled<Cfg, Fused<Bias::none, Act::none, false>>(part, s, used, depth, mn);
   const int blocks = static_cast<int>(std::min<std::int64_t>((mn + 255) / 256, 8 * kl::sm_count()));
   split_k_reduce<<<blocks, 256, 0, s>>>(p, ws.partial.data(), used);
   CUDA_CHECK_LAUNCH();
 }
 
+// Off the tuned path: the compiled kernel for a plain GEMM (step 6), the run-time epilogue otherwise
+// (one kernel per tile shape instead of 40).
+template <class Cfg>
+void launch_plain_or_runtime(const Problem& p, cudaStream_t s) {
+  if (p.beta == 0.f && p.bias_kind == Bias::none && p.act == Act::none) launch_warp_tiled<Cfg, Fused<Bias::none, Act::none, false>>(p, s);
+  else launch_warp_tiled<Cfg, Runtime>(p, s);
+}
+
 // The fused kernel for whatever the plan says, with the problem's epilogue.
 inline void launch_fused(const Problem& p, Workspace& ws, cudaStream_t s) {
-  const Plan pl = plan(p.m, p.n, p.k, kl::sm_count());
+  const Plan pl = plan(p.m, p.n, p.k, kl::sm_count(), aligned16(p.a, p.lda) && aligned16(p.b, p.ldb));
   if (pl.path == Path::naive) launch_naive(p, s);
   else if (pl.path == Path::split_k) launch_split_k<SplitCfg>(p, pl.slices, ws, s);
-  else if (pl.path == Path::small_tiles) launch_warp_tiled<SplitCfg, Runtime>(p, s);  // epilogue chosen per output
+  else if (pl.path == Path::unaligned || pl.path == Path::small_tiles) launch_plain_or_runtime<SplitCfg>(p, s);
   else with_epilogue(p, [&](auto epi) { launch_warp_tiled<Tuned, decltype(epi)>(p, s); });
 }
 
@@ -436,8 +553,8 @@ inline constexpr GemmStep kSteps[] = {
     {"vector", "16-byte loads, A transposed + padded in shared memory", plain_step<launch_vector>, false, false},
     {"double_buffer", "two shared-memory stages: next tile's loads overlap this tile's FMAs", plain_step<launch_double_buffer>,
      false, false},
-    {"warp_tiled", "warp tiles of 4x4 quadrants (conflict-free reads), tuned 256x128x8 tiles, 16x8 a thread, split-K", launch_tuned, false,
-     false},
+    {"warp_tiled", "warp tiles of 4x4 quadrants, 3-stage cp.async, fragments read ahead, tuned 128x256x16 tiles, 8x8 a thread",
+     launch_tuned, false, false},
     {"fused_epilogue", "step 6 + bias and activation in the kernel (template per epilogue)", launch_fused, false, true},
     {"cublas", "cublasSgemm, FP32 (no TF32)", launch_cublas, true, false},
     {"cublas+epilogue", "cublasSgemm + a bias/activation kernel (unfused)", launch_cublas_epilogue, true, true},

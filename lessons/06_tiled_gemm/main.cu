@@ -94,22 +94,26 @@ struct Candidate {
   void (*launch)(const Problem& p, int slices, lesson06::Workspace& ws, cudaStream_t s);
 };
 
+// Config<BM, BN, BK, Q, S>: Q = 2 is 8x8 a thread, Q = 4 16x8; S stages.
 inline constexpr Candidate kCandidates[] = {
-    {"128x128x8", launch_candidate<lesson06::Config<128, 128, 8>>},
-    {"256x128x8 16x8", launch_candidate<lesson06::Config<256, 128, 8, 4>>},
-    {"128x256x8 16x8", launch_candidate<lesson06::Config<128, 256, 8, 4>>},
-    {"128x128x8 16x8", launch_candidate<lesson06::Config<128, 128, 8, 4>>},
-    {"128x128x16", launch_candidate<lesson06::Config<128, 128, 16>>},
-    {"128x64x8", launch_candidate<lesson06::Config<128, 64, 8>>},
-    {"128x64x16", launch_candidate<lesson06::Config<128, 64, 16>>},
-    {"64x64x16", launch_candidate<lesson06::Config<64, 64, 16>>},
+    {"128x256x16 8x8", launch_candidate<lesson06::Config<128, 256, 16, 2, 3>>},
+    {"256x128x16 8x8", launch_candidate<lesson06::Config<256, 128, 16, 2, 3>>},
+    {"128x128x16 8x8", launch_candidate<lesson06::Config<128, 128, 16, 2, 3>>},
+    {"128x128x16 8x8 S2", launch_candidate<lesson06::Config<128, 128, 16, 2, 2>>},
+    {"128x128x32 8x8", launch_candidate<lesson06::Config<128, 128, 32, 2, 3>>},
+    {"256x128x8 16x8", launch_candidate<lesson06::Config<256, 128, 8, 4, 3>>},
+    {"256x128x16 16x8", launch_candidate<lesson06::Config<256, 128, 16, 4, 3>>},
+    {"128x64x16 8x8", launch_candidate<lesson06::Config<128, 64, 16, 2, 3>>},
+    {"64x64x16 8x8", launch_candidate<lesson06::Config<64, 64, 16, 2, 3>>},
 };
 
 std::string plan_text(const Shape& sh) {
-  const lesson06::Plan pl = lesson06::plan(sh.m, sh.n, sh.k, kl::sm_count());
+  const bool aligned = sh.k % 4 == 0 && sh.n % 4 == 0;  // the executable's A and B start 16-byte aligned
+  const lesson06::Plan pl = lesson06::plan(sh.m, sh.n, sh.k, kl::sm_count(), aligned);
   if (pl.path == lesson06::Path::naive) return "the naive kernel (tiny problem)";
-  if (pl.path == lesson06::Path::tiled) return "the tuned warp-tiled kernel, 256x128x8 tiles, 16x8 per thread";
-  if (pl.path == lesson06::Path::small_tiles) return "the warp-tiled kernel with 128x64x16 tiles (few 256x128 tiles)";
+  if (pl.path == lesson06::Path::tiled) return "the tuned warp-tiled kernel, 128x256x16 tiles, 8x8 per thread";
+  if (pl.path == lesson06::Path::unaligned) return "the warp-tiled kernel with 128x64x16 tiles (rows of A or B not 16-byte aligned)";
+  if (pl.path == lesson06::Path::small_tiles) return "the warp-tiled kernel with 128x64x16 tiles (few 128x256 tiles, K too short to split)";
   return "split-K over " + std::to_string(pl.slices) + " slices, 128x64x16 tiles, + the reduction";
 }
 
