@@ -12,6 +12,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -241,11 +242,14 @@ void with_widest_pack(const Problem& p, F&& f) {
   f(PackSize<1>{});
 }
 
-// The block steps are built for two packs only: 16 bytes, or 1 element (odd K, unaligned views).
+// The block steps (3-6) move any row in 16-byte packs, with single elements only where the row
+// starts or ends inside one (RowPacks, step 3); that needs x and y misaligned alike, which rows of
+// any K and views at the same offset are. Otherwise every element goes alone (packs of 1).
 template <class T, class F>
 void with_block_pack(const Problem& p, F&& f) {
   constexpr int kVec = 16 / sizeof(T);
-  if (kl::widest_pack(p.x, p.y, p.cols, sizeof(T)) == kVec) f(PackSize<kVec>{});
+  const auto gap = reinterpret_cast<std::uintptr_t>(p.x) - reinterpret_cast<std::uintptr_t>(p.y);
+  if (gap % 16 == 0) f(PackSize<kVec>{});
   else f(PackSize<1>{});
 }
 
@@ -440,41 +444,134 @@ inline int fullest_block(const std::array<int, 4>& blocks_per_sm) {
   return best;
 }
 
+// A row of n elements at `row` as the block steps see it: aligned packs of Pack elements (16 bytes),
+// the first starting `shift` elements before the row, so that odd K and unaligned views still move
+// almost every element in 16-byte loads and stores; only a pack that sticks out of the row at its
+// start or end goes element by element. (Before, such rows fell back to packs of 1 throughout: 4-8x
+// the load and store instructions, f32 K = 50257 at 2494 GB/s against 2805-2896 around it.)
+// A shared-memory cache puts element c at cache[c + shift], so its packs are aligned as well, and
+// pack q always belongs to thread q % kThreads: each thread only ever reads back what it wrote.
+template <int Pack>
+struct RowPacks {
+  int n, shift, lo, hi;  // packs lo .. hi - 1 lie wholly inside the row
+  template <class T>
+  __device__ RowPacks(const T* row, int n_) : n(n_) {
+    shift = static_cast<int>(reinterpret_cast<std::uintptr_t>(row) % (Pack * sizeof(T)) / sizeof(T));
+    lo = shift > 0 ? 1 : 0;
+    hi = (n + shift) / Pack;
+  }
+  __device__ int first(int q) const { return q * Pack - shift; }  // pack q's first element in the row
+  __device__ bool inside(int c) const { return c >= 0 && c < n; }
+};
+
+// Calls f(c) with the first element c of each pack this thread owns that sticks out of the row
+// (at most two in the whole row: where it starts and where it ends). c may be negative: only the
+// elements c + i with r.inside(c + i) are the row's.
+template <int Pack, int kThreads, class F>
+__device__ __forceinline__ void for_my_partial_packs(const RowPacks<Pack>& r, F&& f) {
+  if constexpr (Pack > 1) {
+    if (r.lo == 1 && threadIdx.x == 0) f(r.first(0));
+    if (r.hi >= r.lo && r.first(r.hi) < r.n && static_cast<int>(threadIdx.x) == r.hi % kThreads) f(r.first(r.hi));
+  }
+}
+
+// Calls f(c, PackSize<Pack>{}) for each whole pack this thread owns (q = t, t + kThreads, ...), c
+// its first element in the row, then f(c, PackSize<1>{}) for each element of a partial one.
+template <int Pack, int kThreads, class F>
+__device__ __forceinline__ void for_my_packs(const RowPacks<Pack>& r, F&& f) {
+  const int t = threadIdx.x;
+#pragma unroll 4
+  for (int q = t < r.lo ? t + kThreads : t; q < r.hi; q += kThreads) f(r.first(q), PackSize<Pack>{});
+  for_my_partial_packs<Pack, kThreads>(r, [&](int c) {
+#pragma unroll
+    for (int i = 0; i < Pack; ++i)
+      if (r.inside(c + i)) f(c + i, PackSize<1>{});
+  });
+}
+
 // Loads each thread keeps in flight in the caching pass of steps 3 and 6: 2 packs of 16 bytes, or 8
-// single elements (odd K, unaligned views). 2 x 16 B x 2048 threads = 64 KB in flight per SM covers
-// the HBM latency; 4 packs (run 5) needed 40-48 registers and cost residency (README § step 3).
+// single elements (x and y misaligned differently). 2 x 16 B x 2048 threads = 64 KB in flight per SM
+// covers the HBM latency; 4 packs (run 5) needed 40-48 registers and cost residency (README § step 3).
 template <int Pack>
 constexpr int kCacheBatch = Pack == 1 ? 8 : 2;
 
-// The caching pass of steps 3 and 6: copies n elements (a multiple of Pack) from src to the shared
-// memory at cache and returns this thread's max of them times scale. Each thread issues a batch of
-// loads before it uses any, so 32 bytes per thread are on their way at once instead of 16: one pack
-// at a time could not cover the HBM latency (step 3 at K = 2048 f32 ran at 59 % of copy).
-// Thread t still touches packs t, t + kThreads, ...: each thread only ever reads back its own packs.
+// An unsigned type as wide as a pack of `Bytes` bytes.
+template <int Bytes>
+struct PackWord;
+template <>
+struct PackWord<2> { using type = unsigned short; };
+template <>
+struct PackWord<4> { using type = unsigned; };
+template <>
+struct PackWord<16> { using type = uint4; };
+
+// The output store of steps 3-6: N floats narrowed to T and written to global memory with one store
+// instruction, __stwb (st.global.wb, the ordinary store) of a word as wide as the pack. kl::store_pack
+// copies a Pack, and in these kernels' unrolled loops nvcc 13 split that copy into N scalar stores
+// at a 16-byte stride: 16 sectors per warp-wide store instead of 4, a third of the bandwidth in f16
+// (README, "Steps 3-5: the stores"). An asm store cannot be split. (Step 2 keeps kl::store_pack: its
+// stores come out whole, and this one costs its 80-register kernels a 24-byte spill.)
+template <int N, class T>
+__device__ __forceinline__ void store_whole(T* p, const float (&in)[N]) {
+  kl::Pack<T, N> pk;
+#pragma unroll
+  for (int i = 0; i < N; ++i) pk.v[i] = kl::from_float<T>(in[i]);
+  using Word = typename PackWord<sizeof(pk)>::type;
+  Word w;
+  memcpy(&w, &pk, sizeof w);
+  __stwb(reinterpret_cast<Word*>(p), w);
+}
+
+// Stores one pack to the cache and returns the max of m and its elements times scale.
+template <int N, class T>
+__device__ __forceinline__ float keep_and_max(T* to, const kl::Pack<T, N>& raw, float scale, float m) {
+  kl::store_raw(to, raw);
+  float v[N];
+  kl::to_floats(raw, v);
+#pragma unroll
+  for (int i = 0; i < N; ++i) m = max_nan(m, v[i] * scale);
+  return m;
+}
+
+// The caching pass of steps 3 and 6: copies the row r at src to the shared memory at cache (element
+// c to cache[c + r.shift]) and returns this thread's max of it times scale. Each thread issues a batch
+// of loads before it uses any, so 32 bytes per thread are on their way at once instead of 16: one
+// pack at a time could not cover the HBM latency (step 3 at K = 2048 f32 ran at 59 % of copy).
 template <int Pack, int kThreads, class T>
-__device__ __forceinline__ float cache_and_max(const T* __restrict__ src, T* cache, int n, float scale) {
+__device__ __forceinline__ float cache_and_max(const T* __restrict__ src, T* cache, const RowPacks<Pack>& r,
+                                               float scale) {
   constexpr int kBatch = kCacheBatch<Pack>;
+  const int t = threadIdx.x;
   float m = -INFINITY;
-  for (int first = threadIdx.x * Pack; first < n; first += kBatch * kThreads * Pack) {
+  for (int q0 = t < r.lo ? t + kThreads : t; q0 < r.hi; q0 += kBatch * kThreads) {
     kl::Pack<T, Pack> raw[kBatch];
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
-      const int c = first + b * kThreads * Pack;
-      if (c < n) raw[b] = kl::load_raw<Pack>(src + c);
+      const int q = q0 + b * kThreads;
+      if (q < r.hi) raw[b] = kl::load_raw<Pack>(src + r.first(q));
     }
 #pragma unroll
     for (int b = 0; b < kBatch; ++b) {
-      const int c = first + b * kThreads * Pack;
-      if (c < n) {
-        kl::store_raw(cache + c, raw[b]);
-        float v[Pack];
-        kl::to_floats(raw[b], v);
-#pragma unroll
-        for (int i = 0; i < Pack; ++i) m = max_nan(m, v[i] * scale);
-      }
+      const int q = q0 + b * kThreads;
+      if (q < r.hi) m = keep_and_max(cache + q * Pack, raw[b], scale, m);
     }
   }
+  for_my_partial_packs<Pack, kThreads>(r, [&](int c) {
+    kl::Pack<T, 1> one[Pack];  // all of a partial pack's loads go out before any is used
+#pragma unroll
+    for (int i = 0; i < Pack; ++i)
+      if (r.inside(c + i)) one[i] = kl::load_raw<1>(src + c + i);
+#pragma unroll
+    for (int i = 0; i < Pack; ++i)
+      if (r.inside(c + i)) m = keep_and_max(cache + r.shift + c + i, one[i], scale, m);
+  });
   return m;
+}
+
+// Shared memory for a cached row of n elements: one pack more, for the shift.
+template <class T, int Pack>
+constexpr std::size_t cache_bytes(std::int64_t n) {
+  return static_cast<std::size_t>(n + Pack) * sizeof(T);
 }
 
 // Step 3: a block owns a row; its one pass over global memory keeps the row in shared memory, and
@@ -488,22 +585,26 @@ __global__ void __launch_bounds__(kThreads, kFullSmThreads / kThreads)
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* xr = x + row * cols;
     T* yr = y + row * cols;
-    const float m = kl::block_allreduce<kThreads, kl::MaxOp>(cache_and_max<Pack, kThreads>(xr, cache, cols, scale));
+    const RowPacks<Pack> r(xr, cols);
+    T* const rc = cache + r.shift;  // the row in the cache: element c at rc[c]
+    const float m = kl::block_allreduce<kThreads, kl::MaxOp>(cache_and_max<Pack, kThreads>(xr, cache, r, scale));
     float s = 0.f;
-    for (int c = threadIdx.x * Pack; c < cols; c += kThreads * Pack) {
-      float v[Pack];
-      kl::load_pack<Pack>(cache + c, v);
+    for_my_packs<Pack, kThreads>(r, [&](int c, auto pack) {
+      constexpr int N = decltype(pack)::value;
+      float v[N];
+      kl::load_pack<N>(rc + c, v);
 #pragma unroll
-      for (int i = 0; i < Pack; ++i) s += fast_exp(v[i] * scale - m);
-    }
+      for (int i = 0; i < N; ++i) s += fast_exp(v[i] * scale - m);
+    });
     const float inv = 1.f / kl::block_allreduce<kThreads>(s);
-    for (int c = threadIdx.x * Pack; c < cols; c += kThreads * Pack) {
-      float v[Pack];
-      kl::load_pack<Pack>(cache + c, v);
+    for_my_packs<Pack, kThreads>(r, [&](int c, auto pack) {
+      constexpr int N = decltype(pack)::value;
+      float v[N];
+      kl::load_pack<N>(rc + c, v);
 #pragma unroll
-      for (int i = 0; i < Pack; ++i) v[i] = fast_exp(v[i] * scale - m) * inv;
-      kl::store_pack<Pack>(yr + c, v);
-    }
+      for (int i = 0; i < N; ++i) v[i] = fast_exp(v[i] * scale - m) * inv;
+      store_whole<N>(yr + c, v);
+    });
   }
 }
 
@@ -524,7 +625,7 @@ void run_cached(const Problem& p, std::size_t smem, int per_sm, cudaStream_t s) 
 
 template <class T, int Pack>
 void launch_cached_t(const Problem& p, cudaStream_t s) {
-  const std::size_t smem = static_cast<std::size_t>(p.cols) * sizeof(T);
+  const std::size_t smem = cache_bytes<T, Pack>(p.cols);
   const std::array<int, 4> per_sm = {cached_blocks_per_sm<T, Pack, 128>(smem), cached_blocks_per_sm<T, Pack, 256>(smem),
                                      cached_blocks_per_sm<T, Pack, 512>(smem), cached_blocks_per_sm<T, Pack, 1024>(smem)};
   const int i = fullest_block(per_sm);
@@ -550,34 +651,38 @@ constexpr int kUncachedThreads = 512;
 // Step 4: step 3 without the cache, for rows longer than shared memory: the max, sum and store
 // passes each read the row from global memory again (L2 catches some of it). Three reads, one write.
 template <class T, int Pack, int kThreads>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kFullSmThreads / kThreads)
     softmax_block_uncached(const T* __restrict__ x, T* __restrict__ y, std::int64_t rows, int cols, float scale) {
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* xr = x + row * cols;
     T* yr = y + row * cols;
+    const RowPacks<Pack> r(xr, cols);
     float m = -INFINITY;
-    for (int c = threadIdx.x * Pack; c < cols; c += kThreads * Pack) {
-      float v[Pack];
-      kl::load_pack<Pack>(xr + c, v);
+    for_my_packs<Pack, kThreads>(r, [&](int c, auto pack) {
+      constexpr int N = decltype(pack)::value;
+      float v[N];
+      kl::load_pack<N>(xr + c, v);
 #pragma unroll
-      for (int i = 0; i < Pack; ++i) m = max_nan(m, v[i] * scale);
-    }
+      for (int i = 0; i < N; ++i) m = max_nan(m, v[i] * scale);
+    });
     m = kl::block_allreduce<kThreads, kl::MaxOp>(m);
     float s = 0.f;
-    for (int c = threadIdx.x * Pack; c < cols; c += kThreads * Pack) {
-      float v[Pack];
-      kl::load_pack<Pack>(xr + c, v);
+    for_my_packs<Pack, kThreads>(r, [&](int c, auto pack) {
+      constexpr int N = decltype(pack)::value;
+      float v[N];
+      kl::load_pack<N>(xr + c, v);
 #pragma unroll
-      for (int i = 0; i < Pack; ++i) s += fast_exp(v[i] * scale - m);
-    }
+      for (int i = 0; i < N; ++i) s += fast_exp(v[i] * scale - m);
+    });
     const float inv = 1.f / kl::block_allreduce<kThreads>(s);
-    for (int c = threadIdx.x * Pack; c < cols; c += kThreads * Pack) {
-      float v[Pack];
-      kl::load_pack<Pack>(xr + c, v);
+    for_my_packs<Pack, kThreads>(r, [&](int c, auto pack) {
+      constexpr int N = decltype(pack)::value;
+      float v[N];
+      kl::load_pack<N>(xr + c, v);
 #pragma unroll
-      for (int i = 0; i < Pack; ++i) v[i] = fast_exp(v[i] * scale - m) * inv;
-      kl::store_pack<Pack>(yr + c, v);
-    }
+      for (int i = 0; i < N; ++i) v[i] = fast_exp(v[i] * scale - m) * inv;
+      store_whole<N>(yr + c, v);
+    });
   }
 }
 
@@ -623,27 +728,30 @@ __device__ MaxSum block_allreduce_maxsum(MaxSum a) {
 // rescales its sum whenever the max grows (the combine rule), so the row is read twice, not three
 // times. Works at any K.
 template <class T, int Pack, int kThreads>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, kFullSmThreads / kThreads)
     softmax_online(const T* __restrict__ x, T* __restrict__ y, std::int64_t rows, int cols, float scale) {
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const T* xr = x + row * cols;
     T* yr = y + row * cols;
+    const RowPacks<Pack> r(xr, cols);
     MaxSum acc{-INFINITY, 0.f};
-    for (int c = threadIdx.x * Pack; c < cols; c += kThreads * Pack) {
-      float v[Pack];
-      kl::load_pack<Pack>(xr + c, v);
+    for_my_packs<Pack, kThreads>(r, [&](int c, auto pack) {
+      constexpr int N = decltype(pack)::value;
+      float v[N];
+      kl::load_pack<N>(xr + c, v);
       scale_all(v, scale);
       acc = combine(acc, pack_stats(v));
-    }
+    });
     acc = block_allreduce_maxsum<kThreads>(acc);
     const float inv = 1.f / acc.s;
-    for (int c = threadIdx.x * Pack; c < cols; c += kThreads * Pack) {
-      float v[Pack];
-      kl::load_pack<Pack>(xr + c, v);
+    for_my_packs<Pack, kThreads>(r, [&](int c, auto pack) {
+      constexpr int N = decltype(pack)::value;
+      float v[N];
+      kl::load_pack<N>(xr + c, v);
 #pragma unroll
-      for (int i = 0; i < Pack; ++i) v[i] = fast_exp(v[i] * scale - acc.m) * inv;
-      kl::store_pack<Pack>(yr + c, v);
-    }
+      for (int i = 0; i < N; ++i) v[i] = fast_exp(v[i] * scale - acc.m) * inv;
+      store_whole<N>(yr + c, v);
+    });
   }
 }
 
@@ -697,14 +805,17 @@ __global__ void __launch_bounds__(kThreads, kFullSmThreads / kThreads)
   const int n = cols - begin < part ? cols - begin : part;  // the last part may be short (never empty)
   const T* xr = x + row * cols + begin;
   T* yr = y + row * cols + begin;
-  const float m = kl::block_allreduce<kThreads, kl::MaxOp>(cache_and_max<Pack, kThreads>(xr, cache, n, scale));
+  const RowPacks<Pack> r(xr, n);
+  T* const rc = cache + r.shift;
+  const float m = kl::block_allreduce<kThreads, kl::MaxOp>(cache_and_max<Pack, kThreads>(xr, cache, r, scale));
   float s = 0.f;
-  for (int c = threadIdx.x * Pack; c < n; c += kThreads * Pack) {
-    float v[Pack];
-    kl::load_pack<Pack>(cache + c, v);
+  for_my_packs<Pack, kThreads>(r, [&](int c, auto pack) {
+    constexpr int N = decltype(pack)::value;
+    float v[N];
+    kl::load_pack<N>(rc + c, v);
 #pragma unroll
-    for (int i = 0; i < Pack; ++i) s += fast_exp(v[i] * scale - m);
-  }
+    for (int i = 0; i < N; ++i) s += fast_exp(v[i] * scale - m);
+  });
   s = kl::block_allreduce<kThreads>(s);
   if (threadIdx.x == 0) partial = m == -INFINITY ? MaxSum{m, 0.f} : MaxSum{m, s};  // a part of only -inf adds nothing
   cluster.sync();  // every CTA's partial is written
@@ -712,13 +823,14 @@ __global__ void __launch_bounds__(kThreads, kFullSmThreads / kThreads)
   for (unsigned r = 0; r < cluster.num_blocks(); ++r) total = combine(total, *cluster.map_shared_rank(&partial, r));
   cluster.sync();  // no CTA may exit while another still reads its partial
   const float inv = 1.f / total.s;
-  for (int c = threadIdx.x * Pack; c < n; c += kThreads * Pack) {
-    float v[Pack];
-    kl::load_pack<Pack>(cache + c, v);
+  for_my_packs<Pack, kThreads>(r, [&](int c, auto pack) {
+    constexpr int N = decltype(pack)::value;
+    float v[N];
+    kl::load_pack<N>(rc + c, v);
 #pragma unroll
-    for (int i = 0; i < Pack; ++i) v[i] = fast_exp(v[i] * scale - total.m) * inv;
-    kl::store_pack<Pack>(yr + c, v);
-  }
+    for (int i = 0; i < N; ++i) v[i] = fast_exp(v[i] * scale - total.m) * inv;
+    store_whole<N>(yr + c, v);
+  });
 #endif
 }
 
@@ -737,7 +849,7 @@ void launch_cluster_t(const Problem& p, cudaStream_t s) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(static_cast<unsigned>(size * p.rows));  // one cluster per row
   cfg.blockDim = dim3(kClusterThreads);
-  cfg.dynamicSmemBytes = static_cast<std::size_t>(part) * sizeof(T);
+  cfg.dynamicSmemBytes = cache_bytes<T, Pack>(part);
   cfg.stream = s;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
@@ -793,25 +905,21 @@ inline std::string cudnn_support(const Problem& p, const DeviceCaps&) {
 
 // ---- step 7: the dispatcher -----------------------------------------------------------------------
 
-// The dispatcher's thresholds, all of them, per dtype. They come from the H100 sweep of run 5 (README
-// § step 7 has the table; GB/s, copy ~2940) and the register fixes made after it:
-//  - registers (step 2) up to 2048 elements with 16-byte packs (64 floats a lane, 80 registers now,
-//    was 128: f32 2048 ran 2323 vs 2229 cached; f16 2048 2013 vs 1332), up to 1024 with narrower packs;
-//  - shared memory (step 3) for f32 rows up to 32 KiB (K = 8192 ran 2781 in run 3 with 2048 threads
-//    resident, 1833 in run 5 with 1536: the 32-register bound restores 2048), for 16-bit rows only up
-//    to 16 KiB (f16 K = 16384, a 32 KiB row, ran 777 cached against 2352 in a cluster);
+// The dispatcher's thresholds, all of them, per dtype, from the H100 sweep (README § step 7 has the
+// table; GB/s, copy ~2950):
+//  - registers (step 2) up to 2048 elements with 16-byte packs (f32 2887 vs 2863 cached, f16 2514 vs
+//    2452), up to 1024 with narrower packs;
+//  - shared memory (step 3) for f32 rows up to 64 KiB (K = 16384: 2839 vs 2764 in a cluster) and for
+//    16-bit rows up to 32 KiB (f16 K = 16384: 2641 vs 2200; at 64 KiB the cluster wins, 2597 vs 2491);
 //  - a cluster (step 6) for longer rows on sm_90, the cache if it still fits elsewhere, else step 5.
-//  - run 7 (after the register caps): 16-bit rows of 8-16 KiB in 16-byte packs run far better
-//    uncached (step 4): f16 K = 4096 2231 vs 1022 cached, K = 8192 2593 vs 909; f32 keeps step 3
-//    (K = 4096: 2732 vs 2681; K = 8192: 2434 vs 1727) and odd K keeps it too (f16 4097: 2200 vs 1846).
+// Step 4 wins nowhere since step 3's stores are whole (it ran 16-bit rows of 8-16 KiB before).
 struct DispatchLimits {
-  std::int64_t warp_cols_wide;      // step 2 up to this K with 16-byte packs
-  std::int64_t warp_cols_narrow;    // ... and up to this K with packs of 1 or 2 elements (8 bytes or less)
-  std::int64_t uncached_wide_bytes; // then step 4 up to this row size in bytes, with 16-byte packs
-  std::int64_t cached_bytes;        // then step 3 up to this row size in bytes
+  std::int64_t warp_cols_wide;    // step 2 up to this K with 16-byte packs
+  std::int64_t warp_cols_narrow;  // ... and up to this K with packs of 1 or 2 elements (8 bytes or less)
+  std::int64_t cached_bytes;      // then step 3 up to this row size in bytes
 };
-constexpr DispatchLimits kDispatchF32{2048, 1024, 0, 32 << 10};
-constexpr DispatchLimits kDispatch16Bit{2048, 1024, 16 << 10, 16 << 10};  // f16 and bf16
+constexpr DispatchLimits kDispatchF32{2048, 1024, 64 << 10};
+constexpr DispatchLimits kDispatch16Bit{2048, 1024, 32 << 10};  // f16 and bf16
 
 static_assert(kDispatchF32.warp_cols_wide <= kWarpMaxCols && kDispatch16Bit.warp_cols_wide <= kWarpMaxCols,
               "step 2 cannot take rows longer than kWarpMaxCols");
@@ -827,7 +935,6 @@ inline int choose_step(std::int64_t cols, Dtype dtype, int pack, const DeviceCap
   if (cols <= (wide ? lim.warp_cols_wide : lim.warp_cols_narrow)) return 2;
   const Problem p{nullptr, nullptr, 1, cols, dtype, 1.f};
   const std::int64_t row = cols * dtype_bytes(dtype);
-  if (wide && row <= lim.uncached_wide_bytes) return 4;
   if (row <= lim.cached_bytes) return 3;
   if (cluster_support(p, caps).empty()) return 6;
   if (cached_support(p, caps).empty()) return 3;
@@ -887,7 +994,7 @@ inline constexpr SoftmaxStep kSteps[] = {
     {"block_uncached", "a block per row, three passes over global memory", launch_block_uncached, always, false},
     {"online", "a block per row, running (max, sum): two passes over global memory", launch_online, always, false},
     {"cluster", "a cluster of CTAs per row, partial (max, sum) via DSMEM (sm_90)", launch_cluster, cluster_support, false},
-    {"dispatch", "picks step 2, 3, 4, 5 or 6 by row length, dtype and pack", launch_dispatch, always, false},
+    {"dispatch", "picks step 2, 3, 5 or 6 by row length, dtype and pack", launch_dispatch, always, false},
     {"cudnn", "cudnnSoftmaxForward (ACCURATE, INSTANCE)", launch_cudnn, cudnn_support, true},
 };
 

@@ -43,24 +43,30 @@ std::vector<float> quantize(std::vector<float> v) {
   return v;
 }
 
-// Runs one step on x (rows x cols, already rounded to T), its output poisoned with `poison`;
-// `offset` elements shift both pointers (an unaligned view). Returns the output as floats.
+// Where x and y start in their buffers, in elements: {0, 0} aligned, {1, 1} both views misaligned
+// alike (the block steps still move 16-byte packs), {1, 0} misaligned differently (packs of 1).
+struct Offsets {
+  std::size_t x = 0, y = 0;
+};
+
+// Runs one step on x (rows x cols, already rounded to T), its output poisoned with `poison`, the
+// two pointers shifted by `at`. Returns the output as floats.
 template <class T>
 std::vector<float> run_step(const lesson04::SoftmaxStep& st, const std::vector<float>& x, std::int64_t rows,
-                            std::int64_t cols, float scale = 1.f, int poison = 0xFF, std::size_t offset = 0) {
+                            std::int64_t cols, float scale = 1.f, int poison = 0xFF, Offsets at = {}) {
   const std::size_t n = x.size();
-  std::vector<T> xt(n + offset);
-  for (std::size_t i = 0; i < n; ++i) xt[offset + i] = kl::from_float<T>(x[i]);
+  std::vector<T> xt(n + at.x);
+  for (std::size_t i = 0; i < n; ++i) xt[at.x + i] = kl::from_float<T>(x[i]);
   const kl::DeviceBuffer<T> dx(xt);
-  kl::DeviceBuffer<T> dy(n + offset);
+  kl::DeviceBuffer<T> dy(n + at.y);
   dy.poison(poison);
   lesson04::Workspace ws;
-  st.launch(lesson04::Problem{dx.data() + offset, dy.data() + offset, rows, cols, lesson04::dtype_of<T>(), scale}, ws,
+  st.launch(lesson04::Problem{dx.data() + at.x, dy.data() + at.y, rows, cols, lesson04::dtype_of<T>(), scale}, ws,
             nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<T> got = dy.download();
   std::vector<float> out(n);
-  for (std::size_t i = 0; i < n; ++i) out[i] = kl::to_float(got[offset + i]);
+  for (std::size_t i = 0; i < n; ++i) out[i] = kl::to_float(got[at.y + i]);
   return out;
 }
 
@@ -77,7 +83,7 @@ std::vector<int> steps_for(std::int64_t rows, std::int64_t cols, Dtype d, float 
 // Runs every supporting step and checks it against the float64 reference, and that rows sum to 1.
 template <class T>
 void check_all_steps(const std::vector<float>& xq, std::int64_t rows, std::int64_t cols, float scale = 1.f,
-                     bool library = false, std::size_t offset = 0) {
+                     bool library = false, Offsets at = {}) {
   const Dtype d = lesson04::dtype_of<T>();
   const lesson04::Tolerance tol = lesson04::tolerance(d);
   const std::vector<double> ref = lesson04::ref_softmax(xq, rows, cols, scale);
@@ -90,7 +96,7 @@ void check_all_steps(const std::vector<float>& xq, std::int64_t rows, std::int64
     CAPTURE(cols);
     std::vector<float> y;
     try {
-      y = run_step<T>(kSteps[i], xq, rows, cols, scale, 0xFF, offset);
+      y = run_step<T>(kSteps[i], xq, rows, cols, scale, 0xFF, at);
     } catch (const lesson04::NotSupported&) {
       continue;  // the library may turn a shape down; the lesson's steps never do
     }
@@ -241,6 +247,23 @@ TEST_CASE("widest_pack: 16 bytes when pointers and K allow, less for odd K or un
   CHECK(kl::widest_pack(buf, buf + 2, 4096, 4) == 2);
 }
 
+TEST_CASE("the block steps' pack: 16 bytes for any K while x and y are misaligned alike, else 1") {
+  alignas(16) static float buf[64];
+  auto block_pack = [](const float* x, float* y, std::int64_t cols, Dtype d) {
+    int got = 0;
+    const lesson04::Problem p{x, y, 2, cols, d, 1.f};
+    if (d == Dtype::f32) lesson04::with_block_pack<float>(p, [&](auto pack) { got = decltype(pack)::value; });
+    else lesson04::with_block_pack<__half>(p, [&](auto pack) { got = decltype(pack)::value; });
+    return got;
+  };
+  CHECK(block_pack(buf, buf + 32, 4096, Dtype::f32) == 4);
+  CHECK(block_pack(buf, buf + 32, 4097, Dtype::f32) == 4);   // odd K: single elements at the row ends only
+  CHECK(block_pack(buf + 1, buf + 33, 50257, Dtype::f32) == 4);
+  CHECK(block_pack(buf + 1, buf + 32, 4096, Dtype::f32) == 1);
+  CHECK(block_pack(buf, buf + 32, 50257, Dtype::f16) == 8);
+  CHECK(block_pack(buf, buf + 33, 4096, Dtype::f16) == 1);
+}
+
 TEST_CASE("step 2's geometry: short rows share a warp, long rows spread packs over 32 lanes") {
   CHECK(lesson04::warp_shape(1, 1).lanes == 1);
   CHECK(lesson04::warp_shape(7, 1).lanes == 8);
@@ -284,35 +307,38 @@ TEST_CASE("which steps say n/a: step 2 past 2048, step 3 past shared memory, ste
   CHECK_FALSE(lesson04::cudnn_support(shape(1, 100, Dtype::f32, 0.5f), kH100).empty());
 }
 
-TEST_CASE("the dispatcher: registers, then (16-bit) uncached or shared memory, then a cluster, online past that") {
+TEST_CASE("the dispatcher: registers, then shared memory, then a cluster, online past that") {
   using lesson04::choose_step;
-  // The table of README § step 7 (H100 run 5), f32 and f16 with 16-byte packs, then pack 1.
+  // The table of README § step 7 (H100, this session's sweep), f32 and f16 in 16-byte packs, then narrower.
   CHECK(choose_step(1, Dtype::f32, 1, kH100) == 2);
   CHECK(choose_step(32, Dtype::f32, 4, kH100) == 2);
   CHECK(choose_step(1024, Dtype::f32, 4, kH100) == 2);
   CHECK(choose_step(2048, Dtype::f32, 4, kH100) == 2);
   CHECK(choose_step(4096, Dtype::f32, 4, kH100) == 3);
-  CHECK(choose_step(8192, Dtype::f32, 4, kH100) == 3);   // 32 KiB: still the cache in f32
-  CHECK(choose_step(12288, Dtype::f32, 4, kH100) == 6);
-  CHECK(choose_step(16384, Dtype::f32, 4, kH100) == 6);
+  CHECK(choose_step(8192, Dtype::f32, 4, kH100) == 3);
+  CHECK(choose_step(16384, Dtype::f32, 4, kH100) == 3);   // 64 KiB: still the cache in f32 (2839 vs 2764)
+  CHECK(choose_step(16385, Dtype::f32, 1, kH100) == 6);
+  CHECK(choose_step(32768, Dtype::f32, 4, kH100) == 6);
   CHECK(choose_step(131072, Dtype::f32, 4, kH100) == 6);
   CHECK(choose_step(2048, Dtype::f16, 8, kH100) == 2);
-  CHECK(choose_step(4096, Dtype::f16, 8, kH100) == 4);   // 8 KiB in 16-byte packs: uncached (run 7)
-  CHECK(choose_step(8192, Dtype::f16, 8, kH100) == 4);   // 16 KiB
-  CHECK(choose_step(4097, Dtype::f16, 1, kH100) == 3);   // odd K: the cache
-  CHECK(choose_step(16384, Dtype::f16, 8, kH100) == 6);  // 32 KiB: a cluster in 16-bit types (run 5: 2352 vs 777)
-  CHECK(choose_step(16384, Dtype::bf16, 8, kH100) == 6);
-  CHECK(choose_step(12345, Dtype::f16, 1, kH100) == 3);  // 24 KiB: too short for a cluster, fits the cache
+  CHECK(choose_step(4096, Dtype::f16, 8, kH100) == 3);    // the cache, now that its stores are whole
+  CHECK(choose_step(16384, Dtype::f16, 8, kH100) == 3);   // 32 KiB (2641 vs 2200 in a cluster)
+  CHECK(choose_step(16384, Dtype::bf16, 8, kH100) == 3);
+  CHECK(choose_step(32768, Dtype::f16, 8, kH100) == 6);   // 64 KiB: a cluster in 16-bit types (2597 vs 2491)
+  CHECK(choose_step(4097, Dtype::f16, 1, kH100) == 3);
+  CHECK(choose_step(12345, Dtype::f16, 1, kH100) == 3);
   CHECK(choose_step(1000, Dtype::f32, 1, kH100) == 2);
-  CHECK(choose_step(1025, Dtype::f32, 1, kH100) == 3);   // narrow packs leave registers at 1024
-  CHECK(choose_step(2048, Dtype::f16, 1, kH100) == 3);   // unaligned: scalar loads, leave registers sooner
+  CHECK(choose_step(1025, Dtype::f32, 1, kH100) == 3);    // narrow packs leave registers at 1024
+  CHECK(choose_step(2048, Dtype::f16, 1, kH100) == 3);    // unaligned: scalar loads, leave registers sooner
   CHECK(choose_step(2048, Dtype::f32, 2, kH100) == 3);
   CHECK(choose_step(4097, Dtype::f32, 1, kH100) == 3);
   CHECK(choose_step(50257, Dtype::f32, 1, kH100) == 6);
   CHECK(choose_step(50257, Dtype::f16, 1, kH100) == 6);
   CHECK(choose_step(600001, Dtype::f32, 1, kH100) == 5);
-  CHECK(choose_step(16384, Dtype::f32, 4, kA100) == 3);  // no clusters: the cache while it fits
+  CHECK(choose_step(32768, Dtype::f32, 4, kA100) == 3);   // no clusters: the cache while it fits
   CHECK(choose_step(65536, Dtype::f32, 4, kA100) == 5);
+  for (int k : {1, 100, 4096, 8192, 50257, 131072, 600001})
+    for (Dtype d : {Dtype::f32, Dtype::f16}) CHECK(choose_step(k, d, 4, kH100) != 4);  // step 4 never wins now
   for (std::int64_t k = 1; k <= 1 << 20; k = k * 3 + 1) {
     for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
       const int s = choose_step(k, d, 1, kH100);
@@ -423,12 +449,14 @@ TEST_SUITE("gpu") {
     }
   }
 
-  TEST_CASE("unaligned views fall back to pack size 1 and stay right") {
+  TEST_CASE("unaligned views: misaligned alike (16-byte packs between single ends) or not (packs of 1)") {
     for (const auto& sh : kSpecialShapes) {
       const std::int64_t rows = sh.first, cols = sh.second;
       const auto x = kl::normal_floats(rows * cols, 0, 2, kl::seed_for(49 + cols));
-      check_all_steps<float>(x, rows, cols, 1.f, false, 1);
-      check_all_steps<__half>(quantize<__half>(x), rows, cols, 1.f, false, 3);
+      check_all_steps<float>(x, rows, cols, 1.f, false, {1, 1});
+      check_all_steps<float>(x, rows, cols, 1.f, false, {3, 2});
+      check_all_steps<__half>(quantize<__half>(x), rows, cols, 1.f, false, {3, 3});
+      check_all_steps<__half>(quantize<__half>(x), rows, cols, 1.f, false, {7, 0});
     }
     kl::DeviceBuffer<float> b(64);
     CHECK(kl::widest_pack(b.data() + 1, b.data(), 4096, 4) == 1);
