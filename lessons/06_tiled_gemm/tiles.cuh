@@ -1,6 +1,6 @@
 // Lesson 06 — the pieces every step of the SGEMM ladder shares (gemm.cuh holds the steps):
 // the problem D = act(alpha · A·B + beta · C + bias) and its checks, the epilogue (compiled per
-// combination or chosen at run time), the 16-byte tile loader of steps 4-7, and the float64
+// combination or chosen at run time), the 16-byte tile loader of steps 4-5, and the float64
 // reference on the CPU with its error metric and tolerance. The exercise builds on this file alone.
 #pragma once
 #include <algorithm>
@@ -150,7 +150,7 @@ inline dim3 tile_grid(const Problem& p, int bm, int bn, int slices = 1) {
   return dim3((p.n + bn - 1) / bn, (p.m + bm - 1) / bm, slices);
 }
 
-// ---- steps 4-7: 16-byte loads, A transposed in shared memory ------------------------------------
+// ---- steps 4-5: 16-byte loads, A transposed in shared memory ------------------------------------
 
 // Four consecutive floats from `at` (column c of a row of `cols`): one 16-byte load when they are all
 // inside and aligned, else checked single loads with zeros past the edge (tails stay in the kernel).
