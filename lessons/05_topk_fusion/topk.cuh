@@ -629,7 +629,9 @@ __device__ __forceinline__ void offer(Selection& sel, bool valid, float v, int i
 }
 
 // A pack of P logits per lane (kept in the input type until needed): when no lane's pack max
-// reaches the threshold, which is almost always, the whole warp moves on after one vote.
+// reaches the threshold, which is almost always, the whole warp moves on after one vote. Otherwise
+// each lane marks its logits that are in, and every round appends each lane's lowest marked one:
+// usually one round, where a ballot per logit of the pack cost P.
 template <class T, int P>
 __device__ __forceinline__ void offer_pack(Selection& sel, bool valid, const kl::Pack<T, P>& raw, float pack_max, int i0,
                                            int k, int lane) {
@@ -637,8 +639,17 @@ __device__ __forceinline__ void offer_pack(Selection& sel, bool valid, const kl:
   if (sel.count > sel.cap - 32 * P) keep_best(sel, k, lane);
   float v[P];
   kl::to_floats(raw, v);
+  unsigned marked = 0;
 #pragma unroll
-  for (int i = 0; i < P; ++i) append(sel, valid && !(v[i] < sel.threshold), make_key(v[i], i0 + i), lane);
+  for (int i = 0; i < P; ++i) marked |= valid && !(v[i] < sel.threshold) ? 1u << i : 0u;
+  while (__any_sync(kl::kFullMask, marked != 0)) {
+    const int i = __ffs(marked) - 1;
+    float x = v[0];
+#pragma unroll
+    for (int j = 1; j < P; ++j) x = i == j ? v[j] : x;  // v[i] without a local-memory array
+    append(sel, marked != 0, make_key(x, i0 + i), lane);
+    marked &= marked - 1;
+  }
 }
 
 // Seeds an empty selection's threshold before anything is appended, so that the first sort does
@@ -663,20 +674,22 @@ __device__ __forceinline__ void seed_threshold(Selection& sel, bool valid, const
   __syncwarp();  // every lane has read it before the appends overwrite it
 }
 
-// Thread t of nt scans elements [begin, end) of a row: kInFlight 16-byte packs per iteration (all
-// loads issued before any is used), the first of them seeding the threshold, then the scalar head
-// (up to the first 16-byte boundary) and tail. Every warp runs the same number of iterations, so
+// Thread t of nt scans elements [begin, end) of a row: kInFlight 16-byte packs per batch, their
+// loads all issued before any is used. The first pack seeds the threshold; the scalar head (up to
+// the first 16-byte boundary) and tail come last. Every warp runs the same number of batches, so
 // that the votes and ballots always see all 32 lanes; a lane past the end offers nothing.
-// f32: 4 packs in flight. f16 and bf16: 2, because a pack of 8 logits unrolls into 8 appends, and
-// 4 such packs made the loop too long for the instruction cache (ncu: warps stalled mostly on
-// instruction fetch; 2 packs: 1.4x faster on the H100).
+// f32: 4 packs per batch. f16 and bf16: 2 (4 made the loop too long for the instruction cache: ncu
+// showed warps stalled mostly on instruction fetch), and the next batch's loads are issued before
+// this batch's arithmetic, in the registers f32 does not have left under the 64-register cap.
 template <class T>
 constexpr int kInFlight = sizeof(T) == 4 ? 4 : 2;
+template <class T>
+constexpr bool kPrefetch = sizeof(T) < 4;
 
 template <class T>
 __device__ __forceinline__ void scan_select(const T* row, int begin, int end, int t, int nt, float& m, float& s,
                                             Selection& sel, int k, int lane) {
-  constexpr int P = kPack<T>;
+  constexpr int P = kPack<T>, kBatch = kInFlight<T>;
   const auto misaligned = static_cast<int>(reinterpret_cast<std::uintptr_t>(row + begin) / sizeof(T) % P);
   const int head = min(end - begin, misaligned == 0 ? 0 : P - misaligned);
   const int body = begin + head, packs = (end - body) / P, tail = body + packs * P;
@@ -686,22 +699,32 @@ __device__ __forceinline__ void scan_select(const T* row, int begin, int end, in
     add_to_sum(m, s, v);
     offer(sel, has, v, at + t, k, lane);
   };
-  for (int first = 0; first < packs; first += kInFlight<T> * nt) {  // the same trip count in every lane
-    kl::Pack<T, P> raw[kInFlight<T>];  // kept in the input type until used: 4 registers per pack
+  const auto load_batch = [&](kl::Pack<T, P>(&raw)[kBatch], int first) {
 #pragma unroll
-    for (int u = 0; u < kInFlight<T>; ++u) {
+    for (int u = 0; u < kBatch; ++u) {
       const int q = first + u * nt + t;
       if (q < packs) raw[u] = kl::load_raw<P>(row + body + q * P);
       else for (T& x : raw[u].v) x = kl::from_float<T>(-INFINITY);
     }
+  };
+  kl::Pack<T, P> raw[kBatch], next[kPrefetch<T> ? kBatch : 1];  // kept in the input type until used
+  load_batch(raw, 0);
+  for (int first = 0; first < packs; first += kBatch * nt) {  // the same trip count in every lane
+    if constexpr (kPrefetch<T>) load_batch(next, first + kBatch * nt);
 #pragma unroll
-    for (int u = 0; u < kInFlight<T>; ++u) {
+    for (int u = 0; u < kBatch; ++u) {
       const int q = first + u * nt + t;
       float v[P];
       kl::to_floats(raw[u], v);
       const float pack_max = add_pack_to_sum(m, s, v);
       if (u == 0 && first == 0) seed_threshold(sel, q < packs, raw[u], body + q * P, k, lane);
       offer_pack(sel, q < packs, raw[u], pack_max, body + q * P, k, lane);
+    }
+    if constexpr (kPrefetch<T>) {
+#pragma unroll
+      for (int u = 0; u < kBatch; ++u) raw[u] = next[u];
+    } else {
+      load_batch(raw, first + kBatch * nt);
     }
   }
   single(begin, head);  // after the seeding, which needs the buffer empty
