@@ -38,10 +38,10 @@ __global__ void __launch_bounds__(lesson06::kThreads, 2) gemm_exercise(lesson06:
     tile.load(p, p.k);
     tile.store(as[0], bs[0]);
     __syncthreads();
-    lesson06::compute_contiguous(acc, as[0], bs[0]);
+    lesson06::compute_split(acc, as[0], bs[0]);
     __syncthreads();
   }
-  lesson06::store_contiguous<lesson06::Runtime>(p, acc, m0, n0);
+  lesson06::store_split<lesson06::Runtime>(p, acc, m0, n0);
 }
 
 }  // namespace exercise06

@@ -131,10 +131,10 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_vector(Problem p) {
     tile.load(p, p.k);
     tile.store(as, bs);
     __syncthreads();
-    compute_contiguous(acc, as, bs);
+    compute_split(acc, as, bs);
     __syncthreads();
   }
-  store_contiguous<Runtime>(p, acc, m0, n0);
+  store_split<Runtime>(p, acc, m0, n0);
 }
 
 inline void launch_vector(const Problem& p, cudaStream_t s) {
@@ -158,12 +158,12 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_double_buffer(Problem p) {
   for (int k0 = 0; k0 < p.k; k0 += kBK) {
     const bool more = k0 + kBK < p.k;
     if (more) tile.load(p, p.k);
-    compute_contiguous(acc, as[stage], bs[stage]);
+    compute_split(acc, as[stage], bs[stage]);
     if (more) tile.store(as[stage ^ 1], bs[stage ^ 1]);
     __syncthreads();
     stage ^= 1;
   }
-  store_contiguous<Runtime>(p, acc, m0, n0);
+  store_split<Runtime>(p, acc, m0, n0);
 }
 
 inline void launch_double_buffer(const Problem& p, cudaStream_t s) {

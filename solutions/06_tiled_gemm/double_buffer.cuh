@@ -28,12 +28,12 @@ __global__ void __launch_bounds__(lesson06::kThreads, 2) gemm_exercise(lesson06:
   for (int k0 = 0; k0 < p.k; k0 += kBK) {
     const bool more = k0 + kBK < p.k;
     if (more) tile.load(p, p.k);
-    lesson06::compute_contiguous(acc, as[stage], bs[stage]);
+    lesson06::compute_split(acc, as[stage], bs[stage]);
     if (more) tile.store(as[stage ^ 1], bs[stage ^ 1]);
     __syncthreads();
     stage ^= 1;
   }
-  lesson06::store_contiguous<lesson06::Runtime>(p, acc, m0, n0);
+  lesson06::store_split<lesson06::Runtime>(p, acc, m0, n0);
 }
 
 }  // namespace exercise06
