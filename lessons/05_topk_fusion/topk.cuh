@@ -678,18 +678,15 @@ __device__ __forceinline__ void seed_threshold(Selection& sel, bool valid, const
 // loads all issued before any is used. The first pack seeds the threshold; the scalar head (up to
 // the first 16-byte boundary) and tail come last. Every warp runs the same number of batches, so
 // that the votes and ballots always see all 32 lanes; a lane past the end offers nothing.
-// f32: 4 packs per batch. f16 and bf16: 2 (4 made the loop too long for the instruction cache: ncu
-// showed warps stalled mostly on instruction fetch), and the next batch's loads are issued before
-// this batch's arithmetic, in the registers f32 does not have left under the 64-register cap.
-template <class T>
-constexpr int kInFlight = sizeof(T) == 4 ? 4 : 2;
-template <class T>
-constexpr bool kPrefetch = sizeof(T) < 4;
+// 4 packs per batch in every dtype: 64 bytes a lane, 2 KB a warp in flight, in f16 as in f32 (with
+// 2 packs, f16 had half of f32's bytes in flight and ran at about half its GB/s). A pack's appends
+// are a short loop, so the 4 packs of 8 halves fit the instruction cache.
+constexpr int kInFlight = 4;
 
 template <class T>
 __device__ __forceinline__ void scan_select(const T* row, int begin, int end, int t, int nt, float& m, float& s,
                                             Selection& sel, int k, int lane) {
-  constexpr int P = kPack<T>, kBatch = kInFlight<T>;
+  constexpr int P = kPack<T>;
   const auto misaligned = static_cast<int>(reinterpret_cast<std::uintptr_t>(row + begin) / sizeof(T) % P);
   const int head = min(end - begin, misaligned == 0 ? 0 : P - misaligned);
   const int body = begin + head, packs = (end - body) / P, tail = body + packs * P;
@@ -699,32 +696,22 @@ __device__ __forceinline__ void scan_select(const T* row, int begin, int end, in
     add_to_sum(m, s, v);
     offer(sel, has, v, at + t, k, lane);
   };
-  const auto load_batch = [&](kl::Pack<T, P>(&raw)[kBatch], int first) {
+  for (int first = 0; first < packs; first += kInFlight * nt) {  // the same trip count in every lane
+    kl::Pack<T, P> raw[kInFlight];  // kept in the input type until used: 4 registers per pack
 #pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
+    for (int u = 0; u < kInFlight; ++u) {
       const int q = first + u * nt + t;
       if (q < packs) raw[u] = kl::load_raw<P>(row + body + q * P);
       else for (T& x : raw[u].v) x = kl::from_float<T>(-INFINITY);
     }
-  };
-  kl::Pack<T, P> raw[kBatch], next[kPrefetch<T> ? kBatch : 1];  // kept in the input type until used
-  load_batch(raw, 0);
-  for (int first = 0; first < packs; first += kBatch * nt) {  // the same trip count in every lane
-    if constexpr (kPrefetch<T>) load_batch(next, first + kBatch * nt);
 #pragma unroll
-    for (int u = 0; u < kBatch; ++u) {
+    for (int u = 0; u < kInFlight; ++u) {
       const int q = first + u * nt + t;
       float v[P];
       kl::to_floats(raw[u], v);
       const float pack_max = add_pack_to_sum(m, s, v);
       if (u == 0 && first == 0) seed_threshold(sel, q < packs, raw[u], body + q * P, k, lane);
       offer_pack(sel, q < packs, raw[u], pack_max, body + q * P, k, lane);
-    }
-    if constexpr (kPrefetch<T>) {
-#pragma unroll
-      for (int u = 0; u < kBatch; ++u) raw[u] = next[u];
-    } else {
-      load_batch(raw, first + kBatch * nt);
     }
   }
   single(begin, head);  // after the seeding, which needs the buffer empty
