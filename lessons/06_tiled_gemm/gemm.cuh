@@ -548,7 +548,7 @@ struct GemmStep {
 inline constexpr GemmStep kSteps[] = {
     {"naive", "one thread per D element, A and B from global memory", plain_step<launch_naive>, false, false},
     {"smem_tiles", "32x32 shared-memory tiles, coalesced loads", plain_step<launch_smem_tiles>, false, false},
-    {"register_tile", "128x128x8 block tile, 8x8 outputs per thread as outer products", plain_step<launch_register_tile>,
+    {"register_tile", "128x128x16 block tile, 8x8 outputs per thread as outer products", plain_step<launch_register_tile>,
      false, false},
     {"vector", "16-byte loads, A transposed + padded in shared memory", plain_step<launch_vector>, false, false},
     {"double_buffer", "two shared-memory stages: next tile's loads overlap this tile's FMAs", plain_step<launch_double_buffer>,

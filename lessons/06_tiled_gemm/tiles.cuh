@@ -144,7 +144,7 @@ __host__ __device__ inline bool aligned16(const void* ptr, int ld) { return rein
 // ---- the block tile of steps 3-5 ------------------------------------------------------------------
 
 // Steps 3-5 use a 128x128 block tile, K in slices of 8, 256 threads of 8x8 outputs each.
-constexpr int kBM = 128, kBN = 128, kBK = 8, kThreads = 256, kTM = 8, kTN = 8;
+constexpr int kBM = 128, kBN = 128, kBK = 16, kThreads = 256, kTM = 8, kTN = 8;
 
 inline dim3 tile_grid(const Problem& p, int bm, int bn, int slices = 1) {
   return dim3((p.n + bn - 1) / bn, (p.m + bm - 1) / bm, slices);
