@@ -1,6 +1,6 @@
 // Exercise 06: double buffering — step 4 -> step 5 of the lesson.
 //
-// gemm_exercise below is step 4: for every K-slice of 8 it loads the next A and B tiles (through
+// gemm_exercise below is step 4: for every K-slice of kBK = 16 it loads the next A and B tiles (through
 // registers) into ONE shared-memory stage, waits at a barrier, computes, and waits again before the
 // next load may overwrite the stage. The FMAs stall while the tiles travel from global memory.
 //
