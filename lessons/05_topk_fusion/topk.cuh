@@ -678,9 +678,9 @@ __device__ __forceinline__ void seed_threshold(Selection& sel, bool valid, const
 // loads all issued before any is used. The first pack seeds the threshold; the scalar head (up to
 // the first 16-byte boundary) and tail come last. Every warp runs the same number of batches, so
 // that the votes and ballots always see all 32 lanes; a lane past the end offers nothing.
-// 4 packs per batch in every dtype: 64 bytes a lane, 2 KB a warp in flight, in f16 as in f32 (with
-// 2 packs, f16 had half of f32's bytes in flight and ran at about half its GB/s). A pack's appends
-// are a short loop, so the 4 packs of 8 halves fit the instruction cache.
+// 4 packs per batch in every dtype: 64 bytes a lane, 2 KB a warp in flight. A pack's appends are a
+// short loop, so the 4 packs of 8 halves fit the instruction cache. (16-bit rows are bound by the
+// instructions per logit, not by the bytes in flight: 2 packs ran as fast; see the README.)
 constexpr int kInFlight = 4;
 
 template <class T>
