@@ -522,6 +522,36 @@ __device__ __forceinline__ void store_whole(T* p, const float (&in)[N]) {
   __stwb(reinterpret_cast<Word*>(p), w);
 }
 
+// This thread's share of the sum of e^(x scale - m) over a row read from src (global memory or the
+// shared-memory cache): the sum pass of steps 3, 4 and 6.
+template <int Pack, int kThreads, class T>
+__device__ __forceinline__ float exp_sum(const T* src, const RowPacks<Pack>& r, float scale, float m) {
+  float s = 0.f;
+  for_my_packs<Pack, kThreads>(r, [&](int c, auto pack) {
+    constexpr int N = decltype(pack)::value;
+    float v[N];
+    kl::load_pack<N>(src + c, v);
+#pragma unroll
+    for (int i = 0; i < N; ++i) s += fast_exp(v[i] * scale - m);
+  });
+  return s;
+}
+
+// This thread's share of y = e^(x scale - m) * inv (inv = 1 / the row's sum), x read from src: the
+// store pass of steps 3-6.
+template <int Pack, int kThreads, class T>
+__device__ __forceinline__ void store_probs(const T* src, T* y, const RowPacks<Pack>& r, float scale, float m,
+                                            float inv) {
+  for_my_packs<Pack, kThreads>(r, [&](int c, auto pack) {
+    constexpr int N = decltype(pack)::value;
+    float v[N];
+    kl::load_pack<N>(src + c, v);
+#pragma unroll
+    for (int i = 0; i < N; ++i) v[i] = fast_exp(v[i] * scale - m) * inv;
+    store_whole<N>(y + c, v);
+  });
+}
+
 // Stores one pack to the cache and returns the max of m and its elements times scale.
 template <int N, class T>
 __device__ __forceinline__ float keep_and_max(T* to, const kl::Pack<T, N>& raw, float scale, float m) {
@@ -588,23 +618,9 @@ __global__ void __launch_bounds__(kThreads, kFullSmThreads / kThreads)
     const RowPacks<Pack> r(xr, cols);
     T* const rc = cache + r.shift;  // the row in the cache: element c at rc[c]
     const float m = kl::block_allreduce<kThreads, kl::MaxOp>(cache_and_max<Pack, kThreads>(xr, cache, r, scale));
-    float s = 0.f;
-    for_my_packs<Pack, kThreads>(r, [&](int c, auto pack) {
-      constexpr int N = decltype(pack)::value;
-      float v[N];
-      kl::load_pack<N>(rc + c, v);
-#pragma unroll
-      for (int i = 0; i < N; ++i) s += fast_exp(v[i] * scale - m);
-    });
+    const float s = exp_sum<Pack, kThreads>(rc, r, scale, m);
     const float inv = 1.f / kl::block_allreduce<kThreads>(s);
-    for_my_packs<Pack, kThreads>(r, [&](int c, auto pack) {
-      constexpr int N = decltype(pack)::value;
-      float v[N];
-      kl::load_pack<N>(rc + c, v);
-#pragma unroll
-      for (int i = 0; i < N; ++i) v[i] = fast_exp(v[i] * scale - m) * inv;
-      store_whole<N>(yr + c, v);
-    });
+    store_probs<Pack, kThreads>(rc, yr, r, scale, m, inv);
   }
 }
 
@@ -666,23 +682,9 @@ __global__ void __launch_bounds__(kThreads, kFullSmThreads / kThreads)
       for (int i = 0; i < N; ++i) m = max_nan(m, v[i] * scale);
     });
     m = kl::block_allreduce<kThreads, kl::MaxOp>(m);
-    float s = 0.f;
-    for_my_packs<Pack, kThreads>(r, [&](int c, auto pack) {
-      constexpr int N = decltype(pack)::value;
-      float v[N];
-      kl::load_pack<N>(xr + c, v);
-#pragma unroll
-      for (int i = 0; i < N; ++i) s += fast_exp(v[i] * scale - m);
-    });
+    const float s = exp_sum<Pack, kThreads>(xr, r, scale, m);
     const float inv = 1.f / kl::block_allreduce<kThreads>(s);
-    for_my_packs<Pack, kThreads>(r, [&](int c, auto pack) {
-      constexpr int N = decltype(pack)::value;
-      float v[N];
-      kl::load_pack<N>(xr + c, v);
-#pragma unroll
-      for (int i = 0; i < N; ++i) v[i] = fast_exp(v[i] * scale - m) * inv;
-      store_whole<N>(yr + c, v);
-    });
+    store_probs<Pack, kThreads>(xr, yr, r, scale, m, inv);
   }
 }
 
@@ -744,14 +746,7 @@ __global__ void __launch_bounds__(kThreads, kFullSmThreads / kThreads)
     });
     acc = block_allreduce_maxsum<kThreads>(acc);
     const float inv = 1.f / acc.s;
-    for_my_packs<Pack, kThreads>(r, [&](int c, auto pack) {
-      constexpr int N = decltype(pack)::value;
-      float v[N];
-      kl::load_pack<N>(xr + c, v);
-#pragma unroll
-      for (int i = 0; i < N; ++i) v[i] = fast_exp(v[i] * scale - acc.m) * inv;
-      store_whole<N>(yr + c, v);
-    });
+    store_probs<Pack, kThreads>(xr, yr, r, scale, acc.m, inv);
   }
 }
 
@@ -808,14 +803,7 @@ __global__ void __launch_bounds__(kThreads, kFullSmThreads / kThreads)
   const RowPacks<Pack> r(xr, n);
   T* const rc = cache + r.shift;
   const float m = kl::block_allreduce<kThreads, kl::MaxOp>(cache_and_max<Pack, kThreads>(xr, cache, r, scale));
-  float s = 0.f;
-  for_my_packs<Pack, kThreads>(r, [&](int c, auto pack) {
-    constexpr int N = decltype(pack)::value;
-    float v[N];
-    kl::load_pack<N>(rc + c, v);
-#pragma unroll
-    for (int i = 0; i < N; ++i) s += fast_exp(v[i] * scale - m);
-  });
+  float s = exp_sum<Pack, kThreads>(rc, r, scale, m);
   s = kl::block_allreduce<kThreads>(s);
   if (threadIdx.x == 0) partial = m == -INFINITY ? MaxSum{m, 0.f} : MaxSum{m, s};  // a part of only -inf adds nothing
   cluster.sync();  // every CTA's partial is written
@@ -823,14 +811,7 @@ __global__ void __launch_bounds__(kThreads, kFullSmThreads / kThreads)
   for (unsigned r = 0; r < cluster.num_blocks(); ++r) total = combine(total, *cluster.map_shared_rank(&partial, r));
   cluster.sync();  // no CTA may exit while another still reads its partial
   const float inv = 1.f / total.s;
-  for_my_packs<Pack, kThreads>(r, [&](int c, auto pack) {
-    constexpr int N = decltype(pack)::value;
-    float v[N];
-    kl::load_pack<N>(rc + c, v);
-#pragma unroll
-    for (int i = 0; i < N; ++i) v[i] = fast_exp(v[i] * scale - total.m) * inv;
-    store_whole<N>(yr + c, v);
-  });
+  store_probs<Pack, kThreads>(rc, yr, r, scale, total.m, inv);
 #endif
 }
 
