@@ -628,6 +628,12 @@ __device__ __forceinline__ void offer(Selection& sel, bool valid, float v, int i
   append(sel, valid && !(v < sel.threshold), make_key(v, i), lane);
 }
 
+// When to sort. For k up to kFullSortK, whenever fewer than 32 P slots are free: a sort is rare and
+// lifts the threshold a long way, so sooner is better. Above, only when the warp's marked keys would
+// not fit: sorts are frequent and each frees room for few keys, so every one should be full. After
+// a sort at most k + 32 P keys are held, which fits every buffer (k <= 64).
+constexpr int kFullSortK = 32;
+
 // A pack of P logits per lane (kept in the input type until needed): when no lane's pack max
 // reaches the threshold, which is almost always, the whole warp moves on after one vote. Otherwise
 // each lane marks its logits that are in, and every round appends each lane's lowest marked one:
@@ -636,12 +642,14 @@ template <class T, int P>
 __device__ __forceinline__ void offer_pack(Selection& sel, bool valid, const kl::Pack<T, P>& raw, float pack_max, int i0,
                                            int k, int lane) {
   if (!__any_sync(kl::kFullMask, valid && !(pack_max < sel.threshold))) return;
-  if (sel.count > sel.cap - 32 * P) keep_best(sel, k, lane);
   float v[P];
   kl::to_floats(raw, v);
   unsigned marked = 0;
 #pragma unroll
   for (int i = 0; i < P; ++i) marked |= valid && !(v[i] < sel.threshold) ? 1u << i : 0u;
+  int incoming = 32 * P;  // at most
+  if (k > kFullSortK) incoming = static_cast<int>(__reduce_add_sync(kl::kFullMask, __popc(marked)));
+  if (sel.count + incoming > sel.cap) keep_best(sel, k, lane);
   while (__any_sync(kl::kFullMask, marked != 0)) {
     const int i = __ffs(marked) - 1;
     float x = v[0];
