@@ -143,7 +143,8 @@ __host__ __device__ inline bool aligned16(const void* ptr, int ld) { return rein
 
 // ---- the block tile of steps 3-5 ------------------------------------------------------------------
 
-// Steps 3-5 use a 128x128 block tile, K in slices of 8, 256 threads of 8x8 outputs each.
+// Steps 3-5 use a 128x128 block tile, K in slices of 16 (half the barriers of 8), 256 threads of 8x8
+// outputs each.
 constexpr int kBM = 128, kBN = 128, kBK = 16, kThreads = 256, kTM = 8, kTN = 8;
 
 inline dim3 tile_grid(const Problem& p, int bm, int bn, int slices = 1) {
