@@ -2,6 +2,7 @@
 // UsageError (exit 2 through guarded_main); unknown options are reported by finish().
 #pragma once
 #include <cerrno>
+#include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
@@ -16,14 +17,44 @@
 
 namespace kl {
 
+// A value echoed in an error message, with control characters written as escapes (\n, \x01), so
+// that the message stays one line.
+inline std::string escaped(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+// a * b * ..., refused (UsageError naming `what`) when the product exceeds `limit`.
+inline std::int64_t checked_product(const std::vector<std::int64_t>& factors, std::int64_t limit,
+                                    const std::string& what) {
+  std::int64_t p = 1;
+  for (std::int64_t f : factors) {
+    if (f > 0 && p > limit / f) throw UsageError(what + " is too large (more than " + std::to_string(limit) + ")");
+    p *= f;
+  }
+  return p;
+}
+
 class Cli {
  public:
   Cli(int argc, const char* const* argv) {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];
-      if (a.rfind("--", 0) != 0 || a.size() == 2) throw UsageError("unexpected argument '" + a + "'");
+      if (a.rfind("--", 0) != 0 || a.size() == 2) throw UsageError("unexpected argument '" + escaped(a) + "'");
       a = a.substr(2);
       const auto eq = a.find('=');
+      if (a.find('\n') != std::string::npos) throw UsageError("unexpected argument '--" + escaped(a) + "'");
       if (eq != std::string::npos) {
         add(a.substr(0, eq), a.substr(eq + 1));
       } else if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) {
@@ -37,7 +68,7 @@ class Cli {
   bool flag(const std::string& name) {
     auto v = take(name);
     if (!v) return false;
-    if (*v) throw UsageError("--" + name + " takes no value (got '" + **v + "')");
+    if (*v) throw UsageError("--" + name + " takes no value (got '" + escaped(**v) + "')");
     return true;
   }
 
@@ -48,10 +79,10 @@ class Cli {
     return **v;
   }
 
-  // A positive whole number, written as digits or as a power of two ("2^26").
-  std::int64_t size(const std::string& name, std::int64_t fallback) {
+  // A positive whole number, written as digits or as a power of two ("2^26"), at most `most`.
+  std::int64_t size(const std::string& name, std::int64_t fallback, std::int64_t most = kMaxSize) {
     auto v = text(name);
-    return v ? parse_size("--" + name, *v) : fallback;
+    return v ? parse_size("--" + name, *v, most) : fallback;
   }
 
   std::string choice(const std::string& name, const std::string& fallback,
@@ -62,33 +93,46 @@ class Cli {
       if (*v == a) return *v;
     std::string list;
     for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    throw UsageError("--" + name + " must be one of " + list + " (got '" + *v + "')");
+    throw UsageError("--" + name + " must be one of " + list + " (got '" + escaped(*v) + "')");
   }
 
   // Call after reading every known option.
   void finish() const {
-    if (!opts_.empty()) throw UsageError("unknown option --" + opts_.begin()->first + " (see --help)");
+    if (!opts_.empty()) throw UsageError("unknown option --" + escaped(opts_.begin()->first) + " (see --help)");
   }
 
-  static std::int64_t parse_size(const std::string& what, const std::string& s) {
+  static constexpr std::int64_t kMaxSize = std::int64_t{1} << 50;
+
+  // Digits or 2^E; refused (never clamped) above `most`.
+  static std::int64_t parse_size(const std::string& what, const std::string& s, std::int64_t most = kMaxSize) {
+    const std::string shown = escaped(s);
     const auto caret = s.find('^');
+    std::uint64_t v = 0;
     if (caret != std::string::npos) {
-      if (s.substr(0, caret) != "2") throw UsageError(what + ": only powers of two may use '^' (got '" + s + "')");
-      const std::int64_t e = parse_size(what, s.substr(caret + 1));
-      if (e > 50) throw UsageError(what + ": 2^" + std::to_string(e) + " is too large");
-      return std::int64_t{1} << e;
+      if (s.substr(0, caret) != "2") throw UsageError(what + ": only powers of two may use '^' (got '" + shown + "')");
+      const std::uint64_t e = digits(what, s.substr(caret + 1), shown);
+      if (e > 62) throw UsageError(what + ": " + shown + " is too large (at most " + std::to_string(most) + ")");
+      v = std::uint64_t{1} << e;
+    } else {
+      v = digits(what, s, shown);
+      if (v == 0) throw UsageError(what + " must be at least 1 (got 0)");
     }
-    if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) {
-      throw UsageError(what + " must be a positive whole number (got '" + s + "')");
-    }
-    errno = 0;
-    const unsigned long long v = std::strtoull(s.c_str(), nullptr, 10);
-    if (errno == ERANGE || v > (1ull << 50)) throw UsageError(what + ": " + s + " is too large");
-    if (v == 0) throw UsageError(what + " must be at least 1 (got 0)");
+    if (v > static_cast<std::uint64_t>(most))
+      throw UsageError(what + ": " + shown + " is too large (at most " + std::to_string(most) + ")");
     return static_cast<std::int64_t>(v);
   }
 
  private:
+  // A whole number written as decimal digits (0 allowed: the caller decides).
+  static std::uint64_t digits(const std::string& what, const std::string& s, const std::string& shown) {
+    if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
+      throw UsageError(what + " must be a positive whole number (got '" + shown + "')");
+    errno = 0;
+    const unsigned long long v = std::strtoull(s.c_str(), nullptr, 10);
+    if (errno == ERANGE || s.size() > 19) throw UsageError(what + ": " + shown + " is too large");
+    return v;
+  }
+
   void add(const std::string& name, std::optional<std::string> value) {
     if (!opts_.emplace(name, std::move(value)).second) throw UsageError("--" + name + " given twice");
   }
@@ -108,7 +152,7 @@ inline int guarded_main(const char* prog, const std::function<int()>& body) {
   try {
     return body();
   } catch (const UsageError& e) {
-    std::cerr << prog << ": " << e.what() << "\n";
+    std::cerr << prog << ": " << escaped(e.what()) << "\n";
     return 2;
   } catch (const NoDevice& e) {
     std::cerr << prog << ": " << e.what() << "\n";

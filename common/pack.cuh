@@ -78,6 +78,26 @@ inline int widest_pack(const void* x, const void* y, std::int64_t K, int elem_by
   return 1;
 }
 
+// [0, n) of an array that may start anywhere, seen as packs of P elements: `head` elements up to the
+// first P * sizeof(T)-byte boundary, then `packs` aligned packs, then `tail` elements (head, tail < P).
+// Index is the lesson's index type (std::size_t for flat arrays, int for rows).
+template <int P, class T, class Index>
+struct PackSplit {
+  Index head, packs, tail;
+  __host__ __device__ PackSplit(const T* x, Index n) {
+    const auto misaligned = static_cast<Index>(reinterpret_cast<std::uintptr_t>(x) / sizeof(T) % P);
+    head = misaligned == 0 ? 0 : (P - misaligned < n ? P - misaligned : n);
+    packs = (n - head) / P;
+    tail = n - head - P * packs;
+  }
+  // The aligned middle, as packs.
+  __host__ __device__ const Pack<T, P>* body(const T* x) const {
+    return reinterpret_cast<const Pack<T, P>*>(x + head);
+  }
+  // The i-th of the head + tail elements (i < head + tail), as an index into x.
+  __host__ __device__ Index edge(Index i) const { return i < head ? i : head + P * packs + (i - head); }
+};
+
 // ---- the element types of the lessons that take --dtype --------------------------------------------
 
 enum class Dtype { f32, f16, bf16 };

@@ -4,6 +4,8 @@
 #pragma once
 #include <cmath>
 
+#include "common/softmax_math.cuh"
+
 namespace kl {
 
 constexpr unsigned kFullMask = 0xffffffffu;
@@ -15,7 +17,7 @@ struct SumOp {
 };
 struct MaxOp {  // fmaxf drops a NaN operand; the NaN-propagating form keeps "NaN in, NaN out"
   static __device__ __forceinline__ float identity() { return -INFINITY; }
-  static __device__ __forceinline__ float combine(float a, float b) { return (a != a || a > b) ? a : b; }
+  static __device__ __forceinline__ float combine(float a, float b) { return max_nan(a, b); }
 };
 struct MinOp {
   static __device__ __forceinline__ float identity() { return INFINITY; }

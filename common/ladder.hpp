@@ -1,0 +1,303 @@
+// The ladder driver every lesson's executable uses. A lesson hands it a table of steps, the options
+// that choose its shape, and a function that runs the chosen steps on one shape; the driver does the
+// rest once for all lessons: --help, --list, --step, --reps, --csv, --sweep, --no-check, --dtype,
+// validating every option before any GPU work, the device and limit lines, and the CSV.
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <algorithm>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "common/cli.hpp"
+#include "common/report.hpp"
+#include "common/timing.cuh"
+
+namespace kl {
+
+// Thrown by a launcher whose step cannot run this shape or on this GPU; the step is shown as n/a.
+struct NotSupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// One entry of a lesson's step table. `Launch` is the lesson's launcher type.
+template <class Launch>
+struct Step {
+  const char* name;            // the step's kernel, also what --step accepts
+  const char* idea;            // one line: what this step changes, for --list
+  Launch launch;
+  bool library = false;        // a library baseline, labelled "lib"
+  int needs_sm = 0;            // oldest GPU architecture it runs on (80 = sm_80); 0: any
+  const char* part = nullptr;  // lessons with several problems (07: "tile", "flash"); else null
+};
+
+// "1", "2", ... counting the lesson's own steps in order; "lib" for a library baseline.
+template <class Launch>
+std::string step_label(const std::vector<Step<Launch>>& steps, int i) {
+  if (steps[i].library) return "lib";
+  int n = 0;
+  for (int j = 0; j <= i; ++j) n += steps[j].library ? 0 : 1;
+  return std::to_string(n);
+}
+
+// A lesson option: a size ("--rows 4096", "2^12"), a text ("--part tile") or a flag ("--causal").
+struct Option {
+  enum Kind { size, text, flag };
+  const char* name;
+  Kind kind;
+  const char* help;    // the --help line after the name
+  bool shape = true;   // true: chooses the shape, so it cannot be combined with --sweep
+};
+
+// The parsed command line a lesson reads its options from.
+struct Args {
+  std::map<std::string, std::int64_t> sizes;
+  std::map<std::string, std::string> texts;
+  std::map<std::string, bool> flags;
+  std::string dtype;
+  bool sweep = false;
+
+  std::optional<std::int64_t> size(const std::string& name) const {
+    auto it = sizes.find(name);
+    return it == sizes.end() ? std::nullopt : std::optional<std::int64_t>(it->second);
+  }
+  std::optional<std::string> text(const std::string& name) const {
+    auto it = texts.find(name);
+    return it == texts.end() ? std::nullopt : std::optional<std::string>(it->second);
+  }
+  bool flag(const std::string& name) const { return flags.count(name) > 0; }
+  bool given(const std::string& name) const { return sizes.count(name) || texts.count(name) || flags.count(name); }
+};
+
+// Everything a lesson's run function needs for one shape.
+template <class Launch>
+struct Context {
+  const std::vector<Step<Launch>>& steps;  // the whole table
+  std::vector<int> chosen;                 // indices of the steps to run, in table order
+  const Args& args;
+  const DeviceInfo& dev;
+  Limits limits;
+  Timer& timer;
+  bool check = true;
+  int reps = 30;
+  double slow_ms = 20.0;  // a step slower than this is timed 3 times
+};
+
+template <class Launch, class Shape>
+struct Lesson {
+  const char* id;       // "04"
+  const char* title;    // "online softmax: softmax of each row of an [M, K] matrix"
+  std::vector<Step<Launch>> steps;
+  std::vector<Option> options;
+  std::vector<std::string> dtypes = {"f32"};  // the first is the default
+  const char* sweep_help = "";                 // what --sweep runs
+  const char* notes = "";                      // --help text after the options
+  double slow_ms = 20.0;
+  // The shapes of this run from the options (one shape, or the sweep's when args.sweep); throws
+  // UsageError for a bad combination. Runs before any GPU work.
+  std::function<std::vector<Shape>(const Args&)> shapes;
+  // Device memory one shape needs (checked against free memory before anything runs).
+  std::function<double(const Shape&, const Args&)> device_bytes;
+  // Optional: measures more limits (e.g. a tensor-core peak) and prints their line.
+  std::function<void(Limits&, const DeviceInfo&)> measure_limits;
+  // Checks and times the chosen steps on one shape (usually through run_steps below).
+  std::function<std::vector<Row>(const Shape&, Context<Launch>&)> run;
+};
+
+// What a lesson supplies to run_steps for one shape: the row every step's result starts from
+// (dtype, shape text, bytes or FLOPs), how to poison the output, run a step, and measure its error.
+struct Trial {
+  Row proto;
+  std::function<void()> poison;
+  std::function<double()> error;  // max error of the output against the reference
+  double tolerance;               // a step passes at error <= tolerance
+};
+
+// Per chosen step: poison the output, run it once (the check run, also the warm-up), check it
+// against the reference, and time it only if it passed. A launcher that throws NotSupported makes
+// the step n/a with its reason. Prints the table and the n/a notes; returns the rows.
+template <class Launch, class RunStep>
+std::vector<Row> run_steps(Context<Launch>& cx, const Trial& t, RunStep&& run_step) {
+  std::vector<Row> rows;
+  std::vector<std::string> notes;
+  for (int i : cx.chosen) {
+    const Step<Launch>& st = cx.steps[i];
+    auto launch = [&](cudaStream_t s) { run_step(st, s); };
+    t.poison();
+    try {
+      launch(cx.timer.stream());
+    } catch (const NotSupported& e) {
+      notes.push_back(step_label(cx.steps, i) + " " + st.name + ": n/a: " + e.what());
+      continue;
+    }
+    CUDA_CHECK(cudaStreamSynchronize(cx.timer.stream()));
+    Row row = t.proto;
+    row.step = step_label(cx.steps, i);
+    row.name = st.name;
+    row.library = st.library;
+    record_check(row, cx.check, t.error, t.tolerance);
+    time_if_ok(cx.timer, row, launch, TimingOptions{cx.reps, cx.slow_ms});
+    rows.push_back(row);
+  }
+  print_table(std::cout, rows, cx.limits);
+  for (const auto& note : notes) std::printf("%s\n", note.c_str());
+  return rows;
+}
+
+// ---- the command line ------------------------------------------------------------------------------
+
+template <class Launch, class Shape>
+void print_usage(const Lesson<Launch, Shape>& l) {
+  std::string dtypes;
+  for (const auto& d : l.dtypes) dtypes += (dtypes.empty() ? "" : "|") + d;
+  std::printf("lesson%s - %s\n\nusage: lesson%s", l.id, l.title, l.id);
+  for (const auto& o : l.options)
+    std::printf(" [--%s%s]", o.name, o.kind == Option::flag ? "" : o.kind == Option::size ? " N" : " X");
+  std::printf(" [--dtype %s] [--step I|name] [--reps R] [--csv FILE] [--sweep] [--no-check] [--list] [--help]\n\n",
+              dtypes.c_str());
+  for (const auto& o : l.options) {
+    const std::string flag = std::string(o.name) + (o.kind == Option::size ? " N" : o.kind == Option::text ? " X" : "");
+    std::printf("  --%-10s %s\n", flag.c_str(), o.help);
+  }
+  std::printf("  --%-10s element type of inputs and outputs: %s (default %s)\n", "dtype", dtypes.c_str(),
+              l.dtypes[0].c_str());
+  std::printf("  --%-10s run only step S (its number from --list, \"lib\", or its name); default: all\n", "step S");
+  std::printf("  --%-10s timed repetitions per step (default 30; steps slower than %g ms get 3)\n", "reps R",
+              l.slow_ms);
+  std::printf("  --%-10s append one row per step to FILE (schema shared by all lessons)\n", "csv FILE");
+  std::printf("  --%-10s %s\n", "sweep", l.sweep_help);
+  std::printf("  --%-10s skip the comparison with the reference (for profilers)\n", "no-check");
+  std::printf("  --%-10s print the steps and exit\n  --%-10s print this and exit\n\n", "list", "help");
+  std::printf("%s%sExit codes: 0 ok, 1 a step FAILED its check or a CUDA error, 2 bad input, 77 no GPU.\n", l.notes,
+              *l.notes ? "\n" : "");
+}
+
+template <class Launch>
+void print_steps(const std::vector<Step<Launch>>& steps) {
+  for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
+    const auto& st = steps[i];
+    std::string needs = st.needs_sm ? "sm_" + std::to_string(st.needs_sm) + "+" : "any GPU";
+    std::printf("%-4s %-24s %-8s %s%s%s\n", step_label(steps, i).c_str(), st.name, needs.c_str(),
+                st.part ? "[" : "", st.part ? (std::string(st.part) + "] ").c_str() : "", st.idea);
+  }
+}
+
+// "--step 3", "--step name" or "--step lib" -> the matching indices (several libs may match "lib").
+template <class Launch>
+std::vector<int> find_steps(const std::vector<Step<Launch>>& steps, const std::string& s) {
+  std::vector<int> found;
+  for (int i = 0; i < static_cast<int>(steps.size()); ++i)
+    if (s == steps[i].name || s == step_label(steps, i)) found.push_back(i);
+  if (found.empty()) throw UsageError("unknown step '" + escaped(s) + "' (see --list)");
+  return found;
+}
+
+// Opened for append before any GPU work, so an unwritable path fails at once; rows are written at
+// the end, with the header first when the file was new or empty.
+class CsvFile {
+ public:
+  explicit CsvFile(const std::string& path) : path_(path) {
+    std::ifstream in(path);
+    fresh_ = !in.good() || in.peek() == std::ifstream::traits_type::eof();
+    out_.open(path, std::ios::app);
+    if (!out_) throw UsageError("cannot write CSV file '" + escaped(path) + "'");
+  }
+  void write(const std::string& lesson, const std::vector<Row>& rows, const Limits& l, const std::string& gpu) {
+    if (fresh_) out_ << kCsvHeader << '\n';
+    fresh_ = false;
+    for (const auto& r : rows) out_ << csv_line(lesson, r, l, gpu) << '\n';
+    out_.flush();
+    if (!out_) throw std::runtime_error("writing CSV file '" + path_ + "' failed");
+  }
+
+ private:
+  std::string path_;
+  bool fresh_ = true;
+  std::ofstream out_;
+};
+
+template <class Launch, class Shape>
+int ladder_main(const Lesson<Launch, Shape>& l, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      print_usage(l);
+      return 0;
+    }
+  }
+  Cli cli(argc, argv);
+  Args args;
+  const bool list = cli.flag("list");
+  const auto step = cli.text("step");
+  const int reps = static_cast<int>(cli.size("reps", 30, 100000));
+  const auto csv_path = cli.text("csv");
+  args.sweep = cli.flag("sweep");
+  const bool check = !cli.flag("no-check");
+  args.dtype = cli.choice("dtype", l.dtypes[0], l.dtypes);
+  for (const auto& o : l.options) {
+    if (o.kind == Option::size) {
+      if (auto v = cli.text(o.name)) args.sizes[o.name] = Cli::parse_size(std::string("--") + o.name, *v);
+    } else if (o.kind == Option::text) {
+      if (auto v = cli.text(o.name)) args.texts[o.name] = *v;
+    } else if (cli.flag(o.name)) {
+      args.flags[o.name] = true;
+    }
+    if (args.sweep && o.shape && args.given(o.name))
+      throw UsageError(std::string("--sweep picks its own shapes: drop --") + o.name);
+  }
+  cli.finish();
+
+  std::vector<int> chosen;
+  if (step) chosen = find_steps(l.steps, *step);
+  else for (int i = 0; i < static_cast<int>(l.steps.size()); ++i) chosen.push_back(i);
+  const std::vector<Shape> shapes = l.shapes(args);  // validates the shape even for --list
+  if (list) {
+    print_steps(l.steps);
+    return 0;
+  }
+  std::optional<CsvFile> csv;
+  if (csv_path) csv.emplace(*csv_path);
+
+  const DeviceInfo dev = device_info();
+  double most = 0;
+  for (const auto& sh : shapes) most = std::max(most, l.device_bytes(sh, args));
+  ensure_fits(most + 2.0 * dev.l2_bytes, "this shape");
+
+  Limits limits;
+  limits.copy_gbps = measure_copy_gbps();
+  std::printf("lesson%s - %s\n", l.id, l.title);
+  std::printf("device: %s, %d SMs, L2 %zu MiB, %zu KiB shared memory per block, sm_%d%d\n", dev.name.c_str(), dev.sms,
+              dev.l2_bytes >> 20, dev.smem_per_block_optin >> 10, dev.cc_major, dev.cc_minor);
+  std::printf("limit:  device-to-device copy %.0f GB/s (bytes read + written)\n", limits.copy_gbps);
+  if (l.measure_limits) l.measure_limits(limits, dev);
+
+  Timer timer(dev);
+  Context<Launch> cx{l.steps, chosen, args, dev, limits, timer, check, reps, l.slow_ms};
+  std::vector<Row> all;
+  for (const auto& sh : shapes) {
+    const std::vector<Row> rows = l.run(sh, cx);
+    all.insert(all.end(), rows.begin(), rows.end());
+  }
+  bool failed = false;
+  for (const auto& r : all) failed |= !r.ok;
+  if (csv) {
+    all.push_back(copy_row(cx.limits));
+    csv->write(l.id, all, cx.limits, dev.name);
+  }
+  return failed ? 1 : 0;
+}
+
+// main() of every lesson: ladder_main with bad input, no GPU and CUDA errors turned into one line
+// on stderr and exit codes 2, 77 and 1.
+template <class Launch, class Shape>
+int run_lesson(const Lesson<Launch, Shape>& l, int argc, char** argv) {
+  const std::string prog = std::string("lesson") + l.id;
+  return guarded_main(prog.c_str(), [&] { return ladder_main(l, argc, argv); });
+}
+
+}  // namespace kl
