@@ -10,22 +10,27 @@
 #include <vector>
 
 #include "common/random.hpp"
-#include "common/reduce_lesson.cuh"
 #include "common/reference.hpp"
+#include "common/sum_problem.cuh"
 
 namespace kl::sum_checks {
 
-// The step table (a CPU check): unique names, a launcher for each, one library baseline, last.
-inline void step_table(const SumLesson& l) {
+// The step table (a CPU check): unique names, a launcher for each, one library baseline, last; no
+// step needs a newer GPU than any; --list says which steps end in float atomics (not deterministic).
+inline void step_table(const std::vector<SumStep>& steps) {
   std::set<std::string> names;
   int library = 0;
-  for (int i = 0; i < l.count; ++i) {
-    CHECK(names.insert(l.steps[i].name).second);
-    CHECK((l.steps[i].launch != nullptr));
-    library += l.steps[i].library;
+  for (const SumStep& st : steps) {
+    CAPTURE(st.name);
+    CHECK(names.insert(st.name).second);
+    CHECK((st.launch.fn != nullptr));
+    CHECK(st.needs_sm == 0);
+    CHECK(st.part == nullptr);
+    CHECK((std::string(st.idea).find("float atomics") == std::string::npos) == st.launch.deterministic);
+    library += st.library;
   }
   CHECK(library == 1);
-  CHECK(l.steps[l.count - 1].library);
+  CHECK(steps.back().library);
 }
 
 // KL_SANITIZE=1 (compute-sanitizer runs, 10-100x slower) keeps the sizes small.
@@ -57,41 +62,42 @@ inline DeviceBuffer<float> padded(const std::vector<float>& data, std::size_t of
 }
 
 // Whole numbers in [-4, 4]: every order of addition is exact, so every step must match bit for bit.
-inline void whole_numbers_exact(const SumLesson& l) {
+inline void whole_numbers_exact(const std::vector<SumStep>& steps) {
   for (std::size_t n : sizes()) {
     const auto host = integer_floats(n, -4, 4, seed_for(n));
     const double exact = ref_sum(host.data(), n).sum;
     const DeviceBuffer<float> x(host);
-    for (int i = 0; i < l.count; ++i) {
-      const std::string step = l.steps[i].name;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const std::string step = steps[i].name;
       CAPTURE(n);
       CAPTURE(step);
-      CHECK(run(l.steps[i].launch, x.data(), n) == exact);
+      CHECK(run(steps[i].launch.fn, x.data(), n) == exact);
     }
   }
 }
 
 // Real values (uniform, and normal with huge magnitudes) within the sqrt(n) rounding tolerance.
-inline void real_values_within_tolerance(const SumLesson& l) {
+inline void real_values_within_tolerance(const std::vector<SumStep>& steps) {
   for (std::size_t n : sizes()) {
     if (n > (std::size_t{1} << 24)) continue;
     for (int dist = 0; dist < 2; ++dist) {
-      const auto host = dist == 0 ? uniform_floats(n, -1, 1, seed_for(n + 7)) : normal_floats(n, 3.0, 1e30, seed_for(n + 8));
+      const auto host =
+          dist == 0 ? uniform_floats(n, -1, 1, seed_for(n + 7)) : normal_floats(n, 3.0, 1e30, seed_for(n + 8));
       const SumRef ref = ref_sum(host.data(), n);
       const DeviceBuffer<float> x(host);
-      for (int i = 0; i < l.count; ++i) {
-        const std::string step = l.steps[i].name;
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        const std::string step = steps[i].name;
         CAPTURE(n);
         CAPTURE(dist);
         CAPTURE(step);
-        CHECK(sum_close(run(l.steps[i].launch, x.data(), n), ref, n));
+        CHECK(sum_close(run(steps[i].launch.fn, x.data(), n), ref, n));
       }
     }
   }
 }
 
 // x + 1 .. x + 3: every float read once (exact whole-number sums), none outside (NaN padding).
-inline void unaligned_pointers(const SumLesson& l) {
+inline void unaligned_pointers(const std::vector<SumStep>& steps) {
   std::vector<std::size_t> ns = {1, 2, 3, 4, 5, 7, 8, 31, 32, 33, 1000, 4097, 70001};
   if (!sanitizing()) ns.push_back(999983);
   for (std::size_t n : ns) {
@@ -99,26 +105,26 @@ inline void unaligned_pointers(const SumLesson& l) {
     const double exact = ref_sum(host.data(), n).sum;
     for (std::size_t offset = 1; offset < 4; ++offset) {
       const DeviceBuffer<float> x = padded(host, offset);
-      for (int i = 0; i < l.count; ++i) {
-        const std::string step = l.steps[i].name;
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        const std::string step = steps[i].name;
         CAPTURE(n);
         CAPTURE(offset);
         CAPTURE(step);
-        CHECK(run(l.steps[i].launch, x.data() + offset, n) == exact);
+        CHECK(run(steps[i].launch.fn, x.data() + offset, n) == exact);
       }
     }
   }
 }
 
 // n = 0: the sum is 0, written, with no invalid launch, whatever the alignment.
-inline void empty_input(const SumLesson& l) {
+inline void empty_input(const std::vector<SumStep>& steps) {
   const DeviceBuffer<float> x(4);
   for (std::size_t offset = 0; offset < 4; ++offset) {
-    for (int i = 0; i < l.count; ++i) {
-      const std::string step = l.steps[i].name;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const std::string step = steps[i].name;
       CAPTURE(offset);
       CAPTURE(step);
-      CHECK(run(l.steps[i].launch, x.data() + offset, 0) == 0.0f);
+      CHECK(run(steps[i].launch.fn, x.data() + offset, 0) == 0.0f);
     }
   }
 }
@@ -126,7 +132,7 @@ inline void empty_input(const SumLesson& l) {
 // NaN anywhere gives NaN; +-inf gives +-inf; +inf with -inf gives NaN; at the start, middle and end
 // (the scalar head and tail of the vector steps), aligned or not. The poison is finite, so an
 // unwritten output cannot pass as NaN.
-inline void special_values(const SumLesson& l) {
+inline void special_values(const std::vector<SumStep>& steps) {
   const std::size_t n = 100003;
   const auto base = uniform_floats(n, -1, 1, seed_for(3));
   struct Case {
@@ -140,14 +146,14 @@ inline void special_values(const SumLesson& l) {
       const double ref = ref_sum(host.data(), n).sum;
       for (std::size_t offset : {0, 1}) {
         const DeviceBuffer<float> x = padded(host, offset);
-        for (int i = 0; i < l.count; ++i) {
-          const std::string step = l.steps[i].name;
+        for (std::size_t i = 0; i < steps.size(); ++i) {
+          const std::string step = steps[i].name;
           CAPTURE(step);
           CAPTURE(c.a);
           CAPTURE(c.b);
           CAPTURE(at);
           CAPTURE(offset);
-          const float got = run(l.steps[i].launch, x.data() + offset, n, 0x7F);
+          const float got = run(steps[i].launch.fn, x.data() + offset, n, 0x7F);
           if (std::isnan(ref)) CHECK(std::isnan(got));
           else CHECK(got == ref);
         }
@@ -159,54 +165,54 @@ inline void special_values(const SumLesson& l) {
 // 2^28 values of 1e30: the sum, 2.68e38, is 79 % of FLT_MAX; no step may overflow on the way.
 // A step with one accumulator stalls at exactly 2^124 = 2.13e37, 12.6x too small: from there 1e30
 // is less than half an ulp of the sum and every addition rounds back down. The others must be right.
-inline void large_magnitudes(const SumLesson& l) {
+inline void large_magnitudes(const std::vector<SumStep>& steps) {
   if (sanitizing()) return;  // 1 GiB: too slow under compute-sanitizer
   const std::size_t n = std::size_t{1} << 28;
   const std::vector<float> host(n, 1e30f);
   const SumRef ref = ref_sum(host.data(), n);
   const DeviceBuffer<float> x(host);
-  for (int i = 0; i < l.count; ++i) {
-    const std::string step = l.steps[i].name;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const std::string step = steps[i].name;
     CAPTURE(step);
-    const float got = run(l.steps[i].launch, x.data(), n);
+    const float got = run(steps[i].launch.fn, x.data(), n);
     CHECK(std::isfinite(got));
-    if (l.steps[i].one_accumulator) CHECK(got == std::ldexp(1.0f, 124));
+    if (steps[i].launch.one_accumulator) CHECK(got == std::ldexp(1.0f, 124));
     else CHECK(sum_close(got, ref, n));
   }
 }
 
 // Steps marked deterministic give the same bits on every run, with a fresh scratch or a reused one.
-inline void deterministic_steps(const SumLesson& l) {
+inline void deterministic_steps(const std::vector<SumStep>& steps) {
   const std::size_t n = 999983;
   const DeviceBuffer<float> x(uniform_floats(n, -1, 1, seed_for(4)));
-  for (int i = 0; i < l.count; ++i) {
-    if (!l.steps[i].deterministic) continue;
-    const std::string step = l.steps[i].name;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (!steps[i].launch.deterministic) continue;
+    const std::string step = steps[i].name;
     CAPTURE(step);
-    const float first = run(l.steps[i].launch, x.data(), n);
+    const float first = run(steps[i].launch.fn, x.data(), n);
     Scratch reused;
-    for (int r = 0; r < 5; ++r) CHECK(run(l.steps[i].launch, x.data(), n, 0xFF, &reused) == first);
+    for (int r = 0; r < 5; ++r) CHECK(run(steps[i].launch.fn, x.data(), n, 0xFF, &reused) == first);
   }
 }
 
 // Short steps are timed by CUDA-graph replay: every launcher must capture (no sync, no allocation
 // after its first run) and give the right sum on every replay (its memsets and counters reset).
-inline void graph_replay(const SumLesson& l) {
+inline void graph_replay(const std::vector<SumStep>& steps) {
   const std::size_t n = 70001;
   const auto host = integer_floats(n, -4, 4, seed_for(5));
   const double exact = ref_sum(host.data(), n).sum;
   const DeviceBuffer<float> x = padded(host, 1);
   cudaStream_t stream;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  for (int i = 0; i < l.count; ++i) {
-    const std::string step = l.steps[i].name;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const std::string step = steps[i].name;
     CAPTURE(step);
     DeviceBuffer<float> out(1);
     Scratch scratch;
-    l.steps[i].launch(x.data() + 1, n, out.data(), scratch, stream);  // first run: scratch allocated here
+    steps[i].launch.fn(x.data() + 1, n, out.data(), scratch, stream);  // first run: scratch allocated here
     CUDA_CHECK(cudaStreamSynchronize(stream));
     const cudaGraphExec_t exec =
-        capture_graph(stream, [&](cudaStream_t s) { l.steps[i].launch(x.data() + 1, n, out.data(), scratch, s); });
+        capture_graph(stream, [&](cudaStream_t s) { steps[i].launch.fn(x.data() + 1, n, out.data(), scratch, s); });
     for (int replay = 0; replay < 3; ++replay) {
       out.poison();
       CUDA_CHECK(cudaGraphLaunch(exec, stream));
@@ -219,15 +225,15 @@ inline void graph_replay(const SumLesson& l) {
 }
 
 // Every check above, each a doctest subcase: what each reduction lesson's GPU suite starts with.
-inline void all(const SumLesson& l) {
-  SUBCASE("whole numbers sum exactly, at every size") { whole_numbers_exact(l); }
-  SUBCASE("real values within the float64 tolerance") { real_values_within_tolerance(l); }
-  SUBCASE("unaligned base pointers x+1..x+3") { unaligned_pointers(l); }
-  SUBCASE("n = 0") { empty_input(l); }
-  SUBCASE("NaN and infinities") { special_values(l); }
-  SUBCASE("2^28 values of 1e30") { large_magnitudes(l); }
-  SUBCASE("deterministic steps") { deterministic_steps(l); }
-  SUBCASE("CUDA-graph replay") { graph_replay(l); }
+inline void all(const std::vector<SumStep>& steps) {
+  SUBCASE("whole numbers sum exactly, at every size") { whole_numbers_exact(steps); }
+  SUBCASE("real values within the float64 tolerance") { real_values_within_tolerance(steps); }
+  SUBCASE("unaligned base pointers x+1..x+3") { unaligned_pointers(steps); }
+  SUBCASE("n = 0") { empty_input(steps); }
+  SUBCASE("NaN and infinities") { special_values(steps); }
+  SUBCASE("2^28 values of 1e30") { large_magnitudes(steps); }
+  SUBCASE("deterministic steps") { deterministic_steps(steps); }
+  SUBCASE("CUDA-graph replay") { graph_replay(steps); }
 }
 
 }  // namespace kl::sum_checks

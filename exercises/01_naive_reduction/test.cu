@@ -22,7 +22,8 @@ float run_exercise(const std::vector<float>& host) {
 
 TEST_SUITE("gpu") {
   TEST_CASE("exercise 01: the grid-stride sum covers every element") {
-    for (std::size_t n : {std::size_t{1}, std::size_t{33}, std::size_t{4097}, std::size_t{999983}, std::size_t{1} << 24}) {
+    for (std::size_t n :
+         {std::size_t{1}, std::size_t{33}, std::size_t{4097}, std::size_t{999983}, std::size_t{1} << 24}) {
       CAPTURE(n);
       const auto whole = kl::integer_floats(n, -4, 4, kl::seed_for(n));
       CHECK(run_exercise(whole) == kl::ref_sum(whole.data(), n).sum);  // exact: whole numbers

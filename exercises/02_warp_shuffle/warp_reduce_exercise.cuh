@@ -6,14 +6,16 @@
 //
 // TODO:
 //   1. In five rounds, offset = 16, 8, 4, 2, 1, add to v the v of the lane `offset` above this
-//      one, read with __shfl_down_sync(0xffffffff, v, offset). All 32 lanes must take part in
-//      every round (the mask says so), even those whose sum nobody will read.
+//      one, read with __shfl_down_sync(kl::kFullMask, v, offset) (kl::kFullMask = 0xffffffff,
+//      every lane). All 32 lanes must take part in every round (the mask says so), even those
+//      whose sum nobody will read.
 //   2. Return v: after the last round lane 0 holds the warp's sum.
 // Bonus: use __shfl_xor_sync instead, so that every lane returns the sum (the test passes either
 // way). Why does softmax (lesson 04) want every lane to have it?
 // Try it before reading common/warp.cuh, which holds the answer.
 // Then: cmake --build --preset release && ctest --preset exercises
 #pragma once
+#include "common/warp.cuh"  // kl::kFullMask
 
 __device__ inline float warp_reduce_sum(float v) {
   return v;

@@ -19,14 +19,14 @@
 using lesson02::kSteps;
 
 TEST_CASE("the step table: unique names, lesson 01's best first, one library baseline last") {
-  kl::sum_checks::step_table(lesson02::kLesson);
-  CHECK((kSteps[0].launch == lesson01::launch_block_atomic));  // reused, not copied
+  kl::sum_checks::step_table(kSteps);
+  CHECK((kSteps[0].launch.fn == lesson01::launch_block_atomic));  // reused, not copied
 }
 
 TEST_CASE("only the library is deterministic: every other step ends in float atomics") {
   for (const auto& st : kSteps) {
     CAPTURE(st.name);
-    CHECK(st.deterministic == st.library);
+    CHECK(st.launch.deterministic == st.library);
   }
 }
 
@@ -45,22 +45,23 @@ TEST_CASE("blocks_for: fills the GPU, never more blocks than the data needs, at 
   }
 }
 
-TEST_CASE("float4_view splits any float pointer into head + aligned float4 middle + tail") {
+TEST_CASE("the float4 split (kl::PackSplit) of any float pointer: head + aligned float4 middle + tail") {
   alignas(16) static float buf[64];
   for (std::size_t offset = 0; offset < 4; ++offset) {
     for (std::size_t n = 0; n <= 40; ++n) {
       CAPTURE(offset);
       CAPTURE(n);
-      const lesson02::Float4View v = lesson02::float4_view(buf + offset, n);
-      CHECK(v.head + 4 * v.nvec + v.tail == n);
-      CHECK(v.head == std::min<std::size_t>(n, (4 - offset) % 4));
-      CHECK(v.tail < 4);
-      if (v.nvec > 0) CHECK(reinterpret_cast<std::uintptr_t>(v.vec) % 16 == 0);  // else never read
-      CHECK(reinterpret_cast<const float*>(v.vec) == buf + offset + v.head);
+      const lesson02::Float4Split sp(buf + offset, n);
+      CHECK(sp.head + 4 * sp.packs + sp.tail == n);
+      CHECK(sp.head == std::min<std::size_t>(n, (4 - offset) % 4));
+      CHECK(sp.tail < 4);
+      const auto* vec = reinterpret_cast<const float4*>(sp.body(buf + offset));  // as the steps read it
+      if (sp.packs > 0) CHECK(reinterpret_cast<std::uintptr_t>(vec) % 16 == 0);  // else never read
+      CHECK(reinterpret_cast<const float*>(vec) == buf + offset + sp.head);
     }
   }
 }
 
 TEST_SUITE("gpu") {
-  TEST_CASE("the reduction checks every lesson runs (common/sum_checks.hpp)") { kl::sum_checks::all(lesson02::kLesson); }
+  TEST_CASE("the reduction checks every lesson runs (common/sum_checks.hpp)") { kl::sum_checks::all(kSteps); }
 }

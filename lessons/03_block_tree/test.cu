@@ -66,29 +66,31 @@ TEST_CASE("the step table: the ladder's names in climbing order, deterministic, 
   const char* ladder[] = {"interleaved_divergent", "interleaved_strided", "sequential", "first_add_on_load",
                           "unrolled_last_warp",    "unrolled",            "many_per_thread", "two_pass",
                           "single_pass",           "cub"};
-  kl::sum_checks::step_table(lesson03::kLesson);
+  kl::sum_checks::step_table(kSteps);
   REQUIRE(std::size(kSteps) == std::size(ladder));
   for (std::size_t i = 0; i < std::size(kSteps); ++i) {
     CAPTURE(i);
     CHECK(std::string(kSteps[i].name) == ladder[i]);
-    CHECK(kSteps[i].deterministic);  // no float atomics anywhere in this lesson
+    CHECK(kSteps[i].launch.deterministic);  // no float atomics anywhere in this lesson
   }
 }
 
-TEST_CASE("Split: head + float4 body + tail cover x exactly once, and the body is 16-byte aligned") {
+TEST_CASE("the float4 split (kl::PackSplit): head + body + tail cover x exactly once, the body 16-byte aligned") {
   alignas(16) float buf[80] = {};
   for (std::size_t offset = 0; offset < 4; ++offset) {
     for (std::size_t n = 0; n <= 40; ++n) {
       CAPTURE(offset);
       CAPTURE(n);
       const float* x = buf + offset;
-      const lesson03::Split sp(x, n);
-      CHECK(sp.head + 4 * sp.n4 + sp.tail == n);
+      const lesson03::Float4Split sp(x, n);
+      CHECK(sp.head + 4 * sp.packs + sp.tail == n);
       CHECK(sp.head < 4);
       CHECK(sp.tail < 4);
-      if (sp.n4 > 0) CHECK(reinterpret_cast<std::uintptr_t>(sp.body(x)) % 16 == 0);
+      const auto* body = reinterpret_cast<const float4*>(sp.body(x));  // as the steps read it
+      if (sp.packs > 0) CHECK(reinterpret_cast<std::uintptr_t>(body) % 16 == 0);
+      CHECK(reinterpret_cast<const float*>(body) == x + sp.head);
       std::vector<int> covered(n, 0);
-      for (std::size_t i = 0; i < 4 * sp.n4; ++i) ++covered[sp.head + i];
+      for (std::size_t i = 0; i < 4 * sp.packs; ++i) ++covered[sp.head + i];
       for (std::size_t i = 0; i < sp.head + sp.tail; ++i) ++covered[sp.edge(i)];
       for (std::size_t i = 0; i < n; ++i) CHECK(covered[i] == 1);
     }
@@ -141,7 +143,7 @@ TEST_CASE("premise of the operation checks: a float computation passes op_close,
 }
 
 TEST_SUITE("gpu") {
-  TEST_CASE("the reduction checks every lesson runs (common/sum_checks.hpp)") { kl::sum_checks::all(lesson03::kLesson); }
+  TEST_CASE("the reduction checks every lesson runs (common/sum_checks.hpp)") { kl::sum_checks::all(kSteps); }
 
   TEST_CASE("single pass: the counter resets itself across many launches on one scratch, any grid size") {
     REQUIRE(std::string(kSteps[8].name) == "single_pass");
@@ -150,14 +152,14 @@ TEST_SUITE("gpu") {
     std::vector<float> first;
     for (std::size_t n : sizes) {
       xs.emplace_back(kl::uniform_floats(n, -1, 1, kl::seed_for(n + 5)));
-      first.push_back(run(kSteps[8].launch, xs.back().data(), n));
+      first.push_back(run(kSteps[8].launch.fn, xs.back().data(), n));
     }
     kl::Scratch scratch;  // one scratch for every launch, as in the timed repetitions
     for (int r = 0; r < (sanitizing() ? 4 : 40); ++r) {
       for (std::size_t k = 0; k < std::size(sizes); ++k) {
         CAPTURE(r);
         CAPTURE(sizes[k]);
-        CHECK(run(kSteps[8].launch, xs[k].data(), sizes[k], 0xFF, &scratch) == first[k]);
+        CHECK(run(kSteps[8].launch.fn, xs[k].data(), sizes[k], 0xFF, &scratch) == first[k]);
       }
     }
   }

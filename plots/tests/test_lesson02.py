@@ -22,7 +22,7 @@ class Lesson02(unittest.TestCase):
         shutil.rmtree(self.dir)
 
     def test_default_shape_is_the_lessons_default_n(self):
-        self.assertEqual(lesson02.DEFAULT_SHAPE, "n=67108864")  # 2^26, as in common/reduce_lesson.cuh
+        self.assertEqual(lesson02.DEFAULT_SHAPE, "n=67108864")  # 2^26, as in common/sum_problem.cuh
 
     def test_draws_bar_and_sweep(self):
         paths = lesson02.draw(self.rows, self.dir)
