@@ -8,20 +8,20 @@
 // the larger max but adds the sums as they are, which is only right when both maxima are equal.
 //
 // TODO: return the (m, s) of the union of parts a and b.
-//   1. m = the larger of a.m and b.m; keep a NaN if there is one (lesson04::max_nan does).
+//   1. m = the larger of a.m and b.m; keep a NaN if there is one (kl::max_nan does).
 //   2. Rescale each sum to the new max before adding: e^(x - a.m) * e^(a.m - m) = e^(x - m).
 //   3. A part that has seen only -inf (or nothing: a lane past the end of a short row) is (-inf, 0)
 //      or (-inf, 1) and must add 0. Careful: e^(-inf - -inf) is NaN, not 1.
-// Use lesson04::fast_exp(x) for e^x (it works on the host and the GPU).
+// Use kl::fast_exp(x) for e^x (it works on the host and the GPU).
 // Then: cmake --build --preset release && ctest --preset exercises
 #pragma once
 #include <cstdint>
 
+#include "common/softmax_math.cuh"
 #include "common/warp.cuh"
-#include "lessons/04_online_softmax/softmax.cuh"
 
-__host__ __device__ inline lesson04::MaxSum combine_exercise(lesson04::MaxSum a, lesson04::MaxSum b) {
-  return {lesson04::max_nan(a.m, b.m), a.s + b.s};  // TODO: rescale each sum to the new max
+__host__ __device__ inline kl::MaxSum combine_exercise(kl::MaxSum a, kl::MaxSum b) {
+  return {kl::max_nan(a.m, b.m), a.s + b.s};  // TODO: rescale each sum to the new max
 }
 
 // One warp per row, f32: the online pass, the warp merge, the normalise pass.
@@ -31,9 +31,10 @@ __global__ void softmax_online_exercise(const float* x, float* y, std::int64_t r
   const int lane = threadIdx.x % 32;
   const float* xr = x + row * cols;
   float* yr = y + row * cols;
-  lesson04::MaxSum acc{-INFINITY, 0.f};
+  kl::MaxSum acc{-INFINITY, 0.f};
   for (int c = lane; c < cols; c += 32) acc = combine_exercise(acc, {xr[c], 1.f});
   for (int offset = 16; offset > 0; offset /= 2)
-    acc = combine_exercise(acc, {__shfl_xor_sync(kl::kFullMask, acc.m, offset), __shfl_xor_sync(kl::kFullMask, acc.s, offset)});
-  for (int c = lane; c < cols; c += 32) yr[c] = lesson04::fast_exp(xr[c] - acc.m) / acc.s;
+    acc = combine_exercise(acc, {__shfl_xor_sync(kl::kFullMask, acc.m, offset),
+                                 __shfl_xor_sync(kl::kFullMask, acc.s, offset)});
+  for (int c = lane; c < cols; c += 32) yr[c] = kl::fast_exp(xr[c] - acc.m) / acc.s;
 }

@@ -6,8 +6,9 @@
 #include <cmath>
 #include <vector>
 
+#include "common/buffer.cuh"
 #include "common/random.hpp"
-#include "lessons/04_online_softmax/softmax.cuh"
+#include "lessons/04_online_softmax/problem.cuh"
 #include <online_combine.cuh>  // exercises/ or solutions/, by include path
 
 namespace {
@@ -36,12 +37,12 @@ void check_against_reference(const std::vector<float>& x, std::int64_t rows, int
 TEST_SUITE("gpu") {
   TEST_CASE("exercise 04: combine merges two parts into the (max, sum) of their union") {
     // {1, 2} -> (2, 1 + e^-1);  {5} -> (5, 1);  together (5, e^-4 + e^-3 + 1)
-    const lesson04::MaxSum got = combine_exercise({2.f, 1.f + std::exp(-1.f)}, {5.f, 1.f});
+    const kl::MaxSum got = combine_exercise({2.f, 1.f + std::exp(-1.f)}, {5.f, 1.f});
     CHECK(got.m == 5.f);
     CHECK(got.s == doctest::Approx(std::exp(-4.0) + std::exp(-3.0) + 1.0).epsilon(1e-6));
-    const lesson04::MaxSum swapped = combine_exercise({5.f, 1.f}, {2.f, 1.f + std::exp(-1.f)});
+    const kl::MaxSum swapped = combine_exercise({5.f, 1.f}, {2.f, 1.f + std::exp(-1.f)});
     CHECK(swapped.s == doctest::Approx(got.s).epsilon(1e-6));
-    const lesson04::MaxSum empty = combine_exercise({-INFINITY, 0.f}, {-INFINITY, 0.f});
+    const kl::MaxSum empty = combine_exercise({-INFINITY, 0.f}, {-INFINITY, 0.f});
     CHECK(empty.m == -INFINITY);
     CHECK(empty.s == 0.f);
     CHECK(std::isnan(combine_exercise({1.f, 1.f}, {NAN, 1.f}).s));

@@ -5,9 +5,11 @@
 // views, empty problems, the scale factor.
 #include <doctest/doctest.h>
 
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,7 +19,7 @@
 
 using lesson04::Dtype;
 using lesson04::kSteps;
-using lesson04::MaxSum;
+using kl::MaxSum;
 
 namespace {
 
@@ -61,8 +63,8 @@ std::vector<float> run_step(const lesson04::SoftmaxStep& st, const std::vector<f
   kl::DeviceBuffer<T> dy(n + at.y);
   dy.poison(poison);
   lesson04::Workspace ws;
-  st.launch(lesson04::Problem{dx.data() + at.x, dy.data() + at.y, rows, cols, lesson04::dtype_of<T>(), scale}, ws,
-            nullptr);
+  st.launch.run(lesson04::Problem{dx.data() + at.x, dy.data() + at.y, rows, cols, lesson04::dtype_of<T>(), scale}, ws,
+                nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<T> got = dy.download();
   std::vector<float> out(n);
@@ -75,7 +77,7 @@ std::vector<int> steps_for(std::int64_t rows, std::int64_t cols, Dtype d, float 
   std::vector<int> out;
   for (int i = 0; i < static_cast<int>(std::size(kSteps)); ++i) {
     if (kSteps[i].library && !library) continue;
-    if (kSteps[i].support(shape(rows, cols, d, scale), lesson04::device_caps()).empty()) out.push_back(i);
+    if (kSteps[i].launch.support(shape(rows, cols, d, scale), lesson04::device_caps()).empty()) out.push_back(i);
   }
   return out;
 }
@@ -147,7 +149,8 @@ TEST_CASE("the step table: unique names, steps 1-7 then the library, the dispatc
   std::set<std::string> names;
   for (const auto& st : kSteps) {
     CHECK(names.insert(st.name).second);
-    CHECK((st.launch != nullptr && st.support != nullptr));
+    CHECK((st.launch.run != nullptr && st.launch.support != nullptr));
+    CHECK(st.needs_sm == (std::string(st.name) == "cluster" ? 90 : 0));
   }
   CHECK(std::size(kSteps) == 8);
   CHECK(kSteps[std::size(kSteps) - 1].library);
@@ -190,8 +193,8 @@ TEST_CASE("combine: merging two parts equals the (max, sum) of their union, in a
   std::vector<float> both = a;
   both.insert(both.end(), b.begin(), b.end());
   const MaxSum want = direct_stats(both);
-  for (const MaxSum got : {lesson04::combine(direct_stats(a), direct_stats(b)),
-                           lesson04::combine(direct_stats(b), direct_stats(a))}) {
+  for (const MaxSum got : {kl::combine(direct_stats(a), direct_stats(b)),
+                           kl::combine(direct_stats(b), direct_stats(a))}) {
     CHECK(got.m == want.m);
     CHECK(got.s == doctest::Approx(want.s).epsilon(1e-6));
   }
@@ -199,13 +202,13 @@ TEST_CASE("combine: merging two parts equals the (max, sum) of their union, in a
 
 TEST_CASE("combine: (-inf, 0) is the identity and two of them stay (-inf, 0), NaN wins") {
   const MaxSum empty{-INFINITY, 0.f}, part{2.f, 3.5f};
-  CHECK(lesson04::combine(empty, part).m == 2.f);
-  CHECK(lesson04::combine(empty, part).s == 3.5f);
-  CHECK(lesson04::combine(part, empty).s == 3.5f);
-  const MaxSum none = lesson04::combine(empty, empty);
+  CHECK(kl::combine(empty, part).m == 2.f);
+  CHECK(kl::combine(empty, part).s == 3.5f);
+  CHECK(kl::combine(part, empty).s == 3.5f);
+  const MaxSum none = kl::combine(empty, empty);
   CHECK(none.m == -INFINITY);
   CHECK(none.s == 0.f);  // not NaN: a lane that saw nothing must not poison its row
-  const MaxSum nan = lesson04::combine(part, {NAN, 1.f});
+  const MaxSum nan = kl::combine(part, {NAN, 1.f});
   CHECK(std::isnan(nan.m));
   CHECK(std::isnan(nan.s));
 }
@@ -309,22 +312,22 @@ TEST_CASE("which steps say n/a: step 2 past 2048, step 3 past shared memory, ste
 
 TEST_CASE("the dispatcher: registers, then shared memory, then a cluster, online past that") {
   using lesson04::choose_step;
-  // The table of README § step 7 (H100, this session's sweep), f32 and f16 in 16-byte packs, then narrower.
+  // The table of README § step 7 (H100), f32 and f16 in 16-byte packs, then narrower.
   CHECK(choose_step(1, Dtype::f32, 1, kH100) == 2);
   CHECK(choose_step(32, Dtype::f32, 4, kH100) == 2);
   CHECK(choose_step(1024, Dtype::f32, 4, kH100) == 2);
   CHECK(choose_step(2048, Dtype::f32, 4, kH100) == 2);
   CHECK(choose_step(4096, Dtype::f32, 4, kH100) == 3);
   CHECK(choose_step(8192, Dtype::f32, 4, kH100) == 3);
-  CHECK(choose_step(16384, Dtype::f32, 4, kH100) == 3);   // 64 KiB: still the cache in f32 (2839 vs 2764)
+  CHECK(choose_step(16384, Dtype::f32, 4, kH100) == 3);   // 64 KiB: still the cache in f32
   CHECK(choose_step(16385, Dtype::f32, 1, kH100) == 6);
   CHECK(choose_step(32768, Dtype::f32, 4, kH100) == 6);
   CHECK(choose_step(131072, Dtype::f32, 4, kH100) == 6);
   CHECK(choose_step(2048, Dtype::f16, 8, kH100) == 2);
-  CHECK(choose_step(4096, Dtype::f16, 8, kH100) == 3);    // the cache, now that its stores are whole
-  CHECK(choose_step(16384, Dtype::f16, 8, kH100) == 3);   // 32 KiB (2641 vs 2200 in a cluster)
+  CHECK(choose_step(4096, Dtype::f16, 8, kH100) == 3);    // the cache
+  CHECK(choose_step(16384, Dtype::f16, 8, kH100) == 3);   // 32 KiB
   CHECK(choose_step(16384, Dtype::bf16, 8, kH100) == 3);
-  CHECK(choose_step(32768, Dtype::f16, 8, kH100) == 6);   // 64 KiB: a cluster in 16-bit types (2597 vs 2491)
+  CHECK(choose_step(32768, Dtype::f16, 8, kH100) == 6);   // 64 KiB: a cluster in 16-bit types
   CHECK(choose_step(4097, Dtype::f16, 1, kH100) == 3);
   CHECK(choose_step(12345, Dtype::f16, 1, kH100) == 3);
   CHECK(choose_step(1000, Dtype::f32, 1, kH100) == 2);
@@ -338,11 +341,11 @@ TEST_CASE("the dispatcher: registers, then shared memory, then a cluster, online
   CHECK(choose_step(32768, Dtype::f32, 4, kA100) == 3);   // no clusters: the cache while it fits
   CHECK(choose_step(65536, Dtype::f32, 4, kA100) == 5);
   for (int k : {1, 100, 4096, 8192, 50257, 131072, 600001})
-    for (Dtype d : {Dtype::f32, Dtype::f16}) CHECK(choose_step(k, d, 4, kH100) != 4);  // step 4 never wins now
+    for (Dtype d : {Dtype::f32, Dtype::f16}) CHECK(choose_step(k, d, 4, kH100) != 4);  // step 4 never wins
   for (std::int64_t k = 1; k <= 1 << 20; k = k * 3 + 1) {
     for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
       const int s = choose_step(k, d, 1, kH100);
-      CHECK(kSteps[s - 1].support(shape(1, k, d), kH100).empty());  // never a step that says n/a
+      CHECK(kSteps[s - 1].launch.support(shape(1, k, d), kH100).empty());  // never a step that says n/a
     }
   }
 }
@@ -360,10 +363,24 @@ TEST_CASE("--sweep: K = 32 ... 131072 and 1000, 4097, 50257, each with M * K clo
   CHECK_THROWS_AS(lesson04::parse_dtype("f64"), kl::UsageError);
 }
 
+TEST_CASE("shapes: defaults K = 4096 and M = 2^26 / K; K above INT_MAX and M * K above 2^40 are refused") {
+  using lesson04::shapes;
+  CHECK(shapes(std::nullopt, std::nullopt, false) == std::vector<lesson04::Shape>{{16384, 4096}});
+  CHECK(shapes(std::nullopt, 1000, false) == std::vector<lesson04::Shape>{{67109, 1000}});
+  CHECK(shapes(3, 7, false) == std::vector<lesson04::Shape>{{3, 7}});
+  CHECK(shapes(std::nullopt, std::nullopt, true) == lesson04::sweep_shapes());
+  CHECK(shapes(1, INT_MAX, false).size() == 1);
+  CHECK_THROWS_AS(shapes(1, std::int64_t{INT_MAX} + 1, false), kl::UsageError);
+  CHECK(shapes(std::int64_t{1} << 20, std::int64_t{1} << 20, false).size() == 1);
+  CHECK_THROWS_AS(shapes(std::int64_t{1} << 20, (std::int64_t{1} << 20) + 1, false), kl::UsageError);
+}
+
 TEST_SUITE("gpu") {
   TEST_CASE("every step and the dispatcher match the float64 softmax, f32") { every_step_every_shape<float>(); }
   TEST_CASE("every step and the dispatcher match the float64 softmax, f16") { every_step_every_shape<__half>(); }
-  TEST_CASE("every step and the dispatcher match the float64 softmax, bf16") { every_step_every_shape<__nv_bfloat16>(); }
+  TEST_CASE("every step and the dispatcher match the float64 softmax, bf16") {
+    every_step_every_shape<__nv_bfloat16>();
+  }
 
   TEST_CASE("M = 10^6 short rows") {
     if (std::getenv("KL_SANITIZE")) return;
@@ -482,7 +499,7 @@ TEST_SUITE("gpu") {
         kl::DeviceBuffer<float> x(128), y(128);
         y.poison(0x3C);
         lesson04::Workspace ws;
-        st.launch(lesson04::Problem{x.data(), y.data(), rows, cols, Dtype::f32, 1.f}, ws, nullptr);
+        st.launch.run(lesson04::Problem{x.data(), y.data(), rows, cols, Dtype::f32, 1.f}, ws, nullptr);
         CHECK(cudaDeviceSynchronize() == cudaSuccess);
         const auto got = y.download();
         std::vector<float> poison(128);

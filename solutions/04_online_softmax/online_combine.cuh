@@ -2,15 +2,15 @@
 #pragma once
 #include <cstdint>
 
+#include "common/softmax_math.cuh"
 #include "common/warp.cuh"
-#include "lessons/04_online_softmax/softmax.cuh"
 
-__host__ __device__ inline lesson04::MaxSum combine_exercise(lesson04::MaxSum a, lesson04::MaxSum b) {
-  const float m = lesson04::max_nan(a.m, b.m);
+__host__ __device__ inline kl::MaxSum combine_exercise(kl::MaxSum a, kl::MaxSum b) {
+  const float m = kl::max_nan(a.m, b.m);
   // Each sum was taken against its own max; e^(x - a.m) * e^(a.m - m) = e^(x - m) moves it to m.
   // A part whose max is -inf holds no mass, and 0 * e^(-inf - -inf) would be NaN: it adds 0.
-  const float sa = a.m == -INFINITY ? 0.f : a.s * lesson04::fast_exp(a.m - m);
-  const float sb = b.m == -INFINITY ? 0.f : b.s * lesson04::fast_exp(b.m - m);
+  const float sa = a.m == -INFINITY ? 0.f : a.s * kl::fast_exp(a.m - m);
+  const float sb = b.m == -INFINITY ? 0.f : b.s * kl::fast_exp(b.m - m);
   return {m, sa + sb};
 }
 
@@ -21,9 +21,10 @@ __global__ void softmax_online_exercise(const float* x, float* y, std::int64_t r
   const int lane = threadIdx.x % 32;
   const float* xr = x + row * cols;
   float* yr = y + row * cols;
-  lesson04::MaxSum acc{-INFINITY, 0.f};
+  kl::MaxSum acc{-INFINITY, 0.f};
   for (int c = lane; c < cols; c += 32) acc = combine_exercise(acc, {xr[c], 1.f});
   for (int offset = 16; offset > 0; offset /= 2)
-    acc = combine_exercise(acc, {__shfl_xor_sync(kl::kFullMask, acc.m, offset), __shfl_xor_sync(kl::kFullMask, acc.s, offset)});
-  for (int c = lane; c < cols; c += 32) yr[c] = lesson04::fast_exp(xr[c] - acc.m) / acc.s;
+    acc = combine_exercise(acc, {__shfl_xor_sync(kl::kFullMask, acc.m, offset),
+                                 __shfl_xor_sync(kl::kFullMask, acc.s, offset)});
+  for (int c = lane; c < cols; c += 32) yr[c] = kl::fast_exp(xr[c] - acc.m) / acc.s;
 }

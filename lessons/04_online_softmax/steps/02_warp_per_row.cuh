@@ -1,0 +1,112 @@
+// Step 2: one warp per row, the row in registers. Step 1's threads each walk a row of their own, so a
+// warp's loads touch 32 rows at once; here the 32 lanes of a warp read neighbouring packs of one row.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include "lessons/04_online_softmax/parts.cuh"
+
+namespace lesson04 {
+
+constexpr int kWarpBlock = 128;         // threads per block of step 2
+constexpr int kWarpMaxPerLane = 64;     // floats of the row one lane may hold in registers
+constexpr std::int64_t kWarpMaxCols = 32 * kWarpMaxPerLane;  // 2048: step 2's longest row
+
+// How step 2 lays a row over a warp: `lanes` lanes per row (32 / lanes rows per warp when the row
+// is short), each holding `packs` packs of the row in registers.
+struct WarpShape {
+  int lanes, packs;
+};
+
+inline int next_pow2(std::int64_t n) {
+  int p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
+
+inline WarpShape warp_shape(std::int64_t cols, int pack) {
+  const std::int64_t packs_in_row = (cols + pack - 1) / pack;
+  if (packs_in_row <= 32) return {next_pow2(packs_in_row), 1};
+  return {32, next_pow2((packs_in_row + 31) / 32)};
+}
+
+// Blocks of step 2 that must fit on an SM, by floats per lane (the register budget it implies):
+// up to 32 floats, 8 blocks = 1024 threads at <= 64 registers (NOTES.md, step 2); a 64-float row
+// slice needs ~128 registers whatever we ask, so no bound there.
+constexpr int warp_min_blocks(int floats_per_lane) { return floats_per_lane <= 32 ? 8 : 6; }
+
+// kl::warp_allreduce for groups of `lanes` neighbouring lanes (a power of two, at most 32): each
+// group reduces its own row, all groups in the same five (or fewer) shuffles.
+template <class Op>
+__device__ __forceinline__ float group_allreduce(float v, int lanes) {
+  for (int offset = lanes / 2; offset > 0; offset /= 2) v = Op::combine(v, __shfl_xor_sync(kl::kFullMask, v, offset));
+  return v;
+}
+
+// Step 2: a warp (or a group of lanes, for short rows) owns a row: one coalesced pass of 16-byte
+// loads into registers, max and sum by shuffles, one pass of stores. One read, one write, no
+// shared memory, no __syncthreads.
+template <class T, int Pack, int kPacks>
+__global__ void __launch_bounds__(kWarpBlock, warp_min_blocks(kPacks * Pack))
+    softmax_warp_per_row(const T* __restrict__ x, T* __restrict__ y, std::int64_t rows, int cols, float scale,
+                         int lanes_arg) {
+  const int lanes = kPacks > 1 ? 32 : lanes_arg;  // a row of more than one pack per lane spans the warp
+  const int lane = threadIdx.x % 32;
+  const int sub = lane % lanes;  // this lane's place in its row
+  const int rows_per_warp = 32 / lanes;
+  const std::int64_t warps = std::int64_t{gridDim.x} * (blockDim.x / 32);
+  const std::int64_t warp = blockIdx.x * std::int64_t{blockDim.x / 32} + threadIdx.x / 32;
+  for (std::int64_t first = warp * rows_per_warp; first < rows; first += warps * rows_per_warp) {
+    const std::int64_t row = first + lane / lanes;
+    const bool live = row < rows;  // lanes past the last row still take part in the shuffles
+    const std::int64_t offset = (live ? row : 0) * cols;
+    float v[kPacks][Pack];
+    float m = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      const int col = (k * lanes + sub) * Pack;
+      if (live && col < cols) {
+        kl::load_pack<Pack>(x + offset + col, v[k]);
+        scale_all(v[k], scale);
+#pragma unroll
+        for (int i = 0; i < Pack; ++i) m = kl::max_nan(m, v[k][i]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < Pack; ++i) v[k][i] = -INFINITY;  // e^(-inf - max) = 0: padding adds nothing
+      }
+    }
+    m = group_allreduce<kl::MaxOp>(m, lanes);
+    float s = 0.f;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+#pragma unroll
+      for (int i = 0; i < Pack; ++i) s += v[k][i] = kl::fast_exp(v[k][i] - m);
+    }
+    s = group_allreduce<kl::SumOp>(s, lanes);
+    const float inv = 1.f / s;
+#pragma unroll
+    for (int k = 0; k < kPacks; ++k) {
+      const int col = (k * lanes + sub) * Pack;
+      if (live && col < cols) {
+        scale_all(v[k], inv);
+        kl::store_pack<Pack>(y + offset + col, v[k]);
+      }
+    }
+  }
+}
+
+// One launch of step 2 for element type T, packs of Pack elements and kPacks packs per lane
+// (softmax.cuh picks kPacks from the row length); as many blocks as fit on the GPU at once.
+template <class T, int Pack, int kPacks>
+void run_warp_per_row(const Problem& p, WarpShape w, cudaStream_t s) {
+  const auto kernel = softmax_warp_per_row<T, Pack, kPacks>;
+  static const int per_sm = blocks_per_sm(kernel, kWarpBlock, 0);
+  const std::int64_t rows_per_block = kWarpBlock / 32 * (32 / w.lanes);
+  const std::int64_t grid = std::min<std::int64_t>((p.rows + rows_per_block - 1) / rows_per_block,
+                                                   std::int64_t{per_sm} * kl::sm_count());
+  kernel<<<static_cast<unsigned>(grid), kWarpBlock, 0, s>>>(static_cast<const T*>(p.x), static_cast<T*>(p.y), p.rows,
+                                                           static_cast<int>(p.cols), p.scale, w.lanes);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace lesson04

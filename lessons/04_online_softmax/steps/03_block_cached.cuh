@@ -1,0 +1,52 @@
+// Step 3: one block per row, the row cached in shared memory. Step 2 holds a row in one warp's
+// registers, so it stops at 2048 elements; a block's shared memory holds rows up to ~227 KiB. The
+// pieces this step introduces and later steps reuse (RowPacks and its loops, the caching pass, the
+// sum and store passes, store_whole) are in parts.cuh.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include "lessons/04_online_softmax/parts.cuh"
+
+namespace lesson04 {
+
+// Step 3: a block owns a row; its one pass over global memory keeps the row in shared memory, and
+// the max, sum and store passes read it from there. One read, one write, for rows of any length
+// up to the shared memory of a block.
+template <class T, int Pack, int kThreads>
+__global__ void __launch_bounds__(kThreads, kFullSmThreads / kThreads)
+    softmax_block_cached(const T* __restrict__ x, T* __restrict__ y, std::int64_t rows, int cols, float scale) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* cache = reinterpret_cast<T*>(smem);
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* xr = x + row * cols;
+    T* yr = y + row * cols;
+    const RowPacks<Pack> r(xr, cols);
+    T* const rc = cache + r.shift;  // the row in the cache: element c at rc[c]
+    const float m = kl::block_allreduce<kThreads, kl::MaxOp>(cache_and_max<Pack, kThreads>(xr, cache, r, scale));
+    const float s = exp_sum<Pack, kThreads>(rc, r, scale, m);
+    const float inv = 1.f / kl::block_allreduce<kThreads>(s);
+    store_probs<Pack, kThreads>(rc, yr, r, scale, m, inv);
+  }
+}
+
+// Blocks of kThreads that fit on an SM with smem bytes of shared memory each (after opting in to
+// more than 48 KiB, once per kernel).
+template <class T, int Pack, int kThreads>
+int cached_blocks_per_sm(std::size_t smem) {
+  static const bool ready = allow_large_smem(softmax_block_cached<T, Pack, kThreads>);
+  (void)ready;
+  return blocks_per_sm(softmax_block_cached<T, Pack, kThreads>, kThreads, smem);
+}
+
+// One launch of step 3 for element type T, packs of Pack elements and blocks of kThreads
+// (softmax.cuh picks the block size); per_sm blocks on every SM, each taking rows in turn.
+template <class T, int Pack, int kThreads>
+void run_cached(const Problem& p, std::size_t smem, int per_sm, cudaStream_t s) {
+  const std::int64_t grid = std::min<std::int64_t>(p.rows, std::int64_t{per_sm} * kl::sm_count());
+  softmax_block_cached<T, Pack, kThreads><<<static_cast<unsigned>(grid), kThreads, smem, s>>>(
+      static_cast<const T*>(p.x), static_cast<T*>(p.y), p.rows, static_cast<int>(p.cols), p.scale);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace lesson04
