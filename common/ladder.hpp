@@ -61,6 +61,7 @@ struct Args {
   std::map<std::string, std::string> texts;
   std::map<std::string, bool> flags;
   std::string dtype;
+  std::optional<std::string> step;  // --step as given (the driver resolves it; a lesson may check it)
   bool sweep = false;
 
   std::optional<std::int64_t> size(const std::string& name) const {
@@ -234,6 +235,7 @@ int ladder_main(const Lesson<Launch, Shape>& l, int argc, char** argv) {
   Args args;
   const bool list = cli.flag("list");
   const auto step = cli.text("step");
+  args.step = step;
   const int reps = static_cast<int>(cli.size("reps", 30, 100000));
   const auto csv_path = cli.text("csv");
   args.sweep = cli.flag("sweep");

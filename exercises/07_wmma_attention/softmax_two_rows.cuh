@@ -22,10 +22,10 @@ __device__ __forceinline__ void softmax_two_rows_exercise(const float* s, __half
     const int row = 2 * pass;  // TODO: lanes 16-31 take the odd row
     const float x = s[row * kT + col] * scale;
     float m = x;
-    for (int o = 8; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-    const float e = __expf(x - m);
+    for (int o = 8; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(kl::kFullMask, m, o));
+    const float e = kl::fast_exp(x - m);
     float sum = e;
-    for (int o = 8; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+    for (int o = 8; o > 0; o /= 2) sum += __shfl_xor_sync(kl::kFullMask, sum, o);
     if (lane < kT) p[row * kT + col] = __float2half_rn(e / sum);  // TODO: every lane writes its row
   }
 }

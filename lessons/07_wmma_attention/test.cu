@@ -1,5 +1,6 @@
-// Lesson 07 checks. CPU cases: the step table, shape validation, the float64 reference on cases with
-// a known answer, the sampled rows, the error metric, the library's memory budget, the sweep. The
+// Lesson 07 checks. CPU cases: the step table, shape validation, the command-line shapes, the float64
+// reference on cases with a known answer, the sampled rows, the error metric, the library's memory
+// budget, the sweep. The
 // "gpu" suite runs every step of each part on fresh f16 inputs, output poisoned, against the float64
 // reference: tile counts 1 ... 4097; flash shapes with S = 1, S not a multiple of the 64-row tiles
 // (masked tails), causal and not, D = 64 and 128; scores scaled by 1e3 (the max subtraction must
@@ -8,6 +9,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -46,7 +49,7 @@ std::vector<__half> to_halves(const std::vector<float>& x) {
 }
 
 // Runs one step with the output poisoned (NaN); throws NotSupported as the step does.
-std::vector<__half> run(const lesson07::AttentionStep& st, Problem p, const Inputs& in) {
+std::vector<__half> run(const lesson07::Step& st, Problem p, const Inputs& in) {
   const kl::DeviceBuffer<__half> q(to_halves(in.q)), k(to_halves(in.k)), v(to_halves(in.v));
   kl::DeviceBuffer<__half> o(static_cast<std::size_t>(p.elements()));
   o.poison();
@@ -71,7 +74,7 @@ void check_part(Part part, const Problem& p, std::uint64_t seed, bool with_libra
   const Inputs in = make_inputs(p, seed);
   const std::vector<double> ref = lesson07::reference(in.q, in.k, in.v, p);
   for (const auto& st : kSteps) {
-    if (st.part != part || (st.library && !with_library)) continue;
+    if (lesson07::part_of(st) != part || (st.library && !with_library)) continue;
     const std::string step = st.name;
     CAPTURE(step);
     CAPTURE(p.batch);
@@ -83,7 +86,7 @@ void check_part(Part part, const Problem& p, std::uint64_t seed, bool with_libra
     std::vector<__half> got;
     try {
       got = run(st, p, in);
-    } catch (const lesson07::NotSupported&) {
+    } catch (const kl::NotSupported&) {
       CHECK(st.library);  // only the library may turn a shape down
       continue;
     }
@@ -100,17 +103,34 @@ TEST_CASE("the step table: unique names, tile steps then flash steps, one librar
   int libs[2] = {0, 0};
   bool flash_seen = false;
   for (const auto& st : kSteps) {
+    CAPTURE(st.name);
     CHECK(names.insert(st.name).second);
     CHECK((st.launch != nullptr));
-    if (st.part == Part::flash) flash_seen = true;
+    REQUIRE(st.part != nullptr);
+    CHECK((std::string(st.part) == "tile" || std::string(st.part) == "flash"));
+    if (lesson07::part_of(st) == Part::flash) flash_seen = true;
     else CHECK_FALSE(flash_seen);
-    if (st.library) {
-      ++libs[st.part == Part::tile ? 0 : 1];
-      CHECK(std::string(st.label) == "lib");
-    }
+    if (st.library) ++libs[lesson07::part_of(st) == Part::tile ? 0 : 1];
   }
   CHECK(libs[0] == 1);
   CHECK(libs[1] == 1);
+}
+
+TEST_CASE("the step labels are 1-4, lib, 5-6, lib (the CSV and the README tables read them)") {
+  const std::vector<std::string> want = {"1", "2", "3", "4", "lib", "5", "6", "lib"};
+  REQUIRE(kSteps.size() == want.size());
+  for (int i = 0; i < static_cast<int>(kSteps.size()); ++i) {
+    CAPTURE(kSteps[i].name);
+    CHECK(kl::step_label(kSteps, i) == want[i]);
+  }
+}
+
+TEST_CASE("needs_sm: 80 for the mma.sync / ldmatrix / cp.async steps (4 and 6), 0 for WMMA and the library") {
+  for (const auto& st : kSteps) {
+    CAPTURE(st.name);
+    const std::string name = st.name;
+    CHECK(st.needs_sm == (name == "tile_registers" || name == "flash_mma" ? 80 : 0));
+  }
 }
 
 TEST_CASE("validate: the tile is 16x16x16; flash takes D = 64 or 128 only, any S >= 1") {
@@ -137,6 +157,89 @@ TEST_CASE("validate: the tile is 16x16x16; flash takes D = 64 or 128 only, any S
   bad.scale = -1;
   CHECK_THROWS_AS(lesson07::validate(bad, Part::flash), kl::UsageError);
   CHECK_THROWS_AS(lesson07::validate(flash(1, 1, 0, 64, false), Part::flash), kl::UsageError);
+}
+
+TEST_CASE("validate: B * H * S * D and B * H are checked for overflow, never wrapped") {
+  Problem p = flash(1, 1, 1, 64, false);
+  p.batch = 67280421310721;  // B * H = 2^64 + 1 with H = 274177: wraps to 1
+  p.heads = 274177;
+  p.seq = 4096;
+  CHECK_THROWS_WITH_AS(lesson07::validate(p, Part::flash), doctest::Contains("B * H * S * D"), kl::UsageError);
+  p = flash(std::int64_t{1} << 31, 1, 1, 64, false);  // 2^37 elements, but B * H does not fit an int
+  CHECK_THROWS_WITH_AS(lesson07::validate(p, Part::flash), doctest::Contains("B * H"), kl::UsageError);
+  CHECK_NOTHROW(lesson07::validate(flash((std::int64_t{1} << 31) - 1, 1, 1, 64, false), Part::flash));
+  CHECK_THROWS_AS(lesson07::validate(lesson07::tile_problem(std::int64_t{1} << 33), Part::tile), kl::UsageError);
+}
+
+namespace {
+
+// The options as the driver hands them to lesson07::shapes.
+kl::Args args(const std::map<std::string, std::int64_t>& sizes, const std::map<std::string, std::string>& texts = {},
+              bool causal = false) {
+  kl::Args a;
+  a.sizes = sizes;
+  a.texts = texts;
+  if (causal) a.flags["causal"] = true;
+  return a;
+}
+
+const std::map<std::string, std::string> kFlash = {{"part", "flash"}}, kTile = {{"part", "tile"}};
+
+}  // namespace
+
+TEST_CASE("shapes: the defaults are both parts, 65536 tiles and 16 x 16 x 4096 x 64") {
+  const auto shapes = lesson07::shapes(args({}));
+  REQUIRE(shapes.size() == 2);
+  CHECK(lesson07::shape_text(shapes[0]) == "B=65536");
+  CHECK(lesson07::shape_text(shapes[1]) == "BxHxSxD=16x16x4096x64");
+  const auto causal = lesson07::shapes(args({{"seq", 100}}, kFlash, true));
+  REQUIRE(causal.size() == 1);
+  CHECK(lesson07::shape_text(causal[0]) == "BxHxSxD=16x16x100x64;causal");
+  CHECK(lesson07::shape_text(lesson07::shapes(args({{"batch", 7}}, kTile))[0]) == "B=7");
+}
+
+TEST_CASE("shapes: sizes that wrap or do not fit an int are refused, not clamped") {
+  CHECK_THROWS_AS(lesson07::shapes(args({{"batch", 67280421310721}, {"heads", 274177}, {"seq", 4096}}, kFlash)),
+                  kl::UsageError);
+  const std::int64_t over = (std::int64_t{1} << 30) + 1;
+  CHECK_THROWS_WITH_AS(lesson07::shapes(args({{"heads", over}}, kFlash)), doctest::Contains("--heads"), kl::UsageError);
+  CHECK_THROWS_WITH_AS(lesson07::shapes(args({{"seq", over}}, kFlash)), doctest::Contains("--seq"), kl::UsageError);
+  CHECK_THROWS_WITH_AS(lesson07::shapes(args({{"dim", over}}, kFlash)), doctest::Contains("--dim"), kl::UsageError);
+  // 2^30 heads is taken as it is (B = S = 1, D = 64: 2^36 elements)
+  const auto shapes = lesson07::shapes(args({{"batch", 1}, {"heads", std::int64_t{1} << 30}, {"seq", 1}}, kFlash));
+  CHECK(shapes[0].second.heads == (1 << 30));
+}
+
+TEST_CASE("shapes: shape options belong to a part; --scale is a positive number and applies to the sweep") {
+  CHECK_THROWS_AS(lesson07::shapes(args({{"seq", 64}}, kTile)), kl::UsageError);
+  CHECK_THROWS_AS(lesson07::shapes(args({{"seq", 64}})), kl::UsageError);
+  CHECK_THROWS_AS(lesson07::shapes(args({{"batch", 4}})), kl::UsageError);
+  CHECK_THROWS_AS(lesson07::shapes(args({}, {{"part", "gemm"}})), kl::UsageError);
+  CHECK_THROWS_AS(lesson07::shapes(args({{"dim", 96}}, kFlash)), kl::UsageError);
+  for (const char* bad : {"-1", "0", "abc", "1e99", "nan", "0.5x"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(lesson07::shapes(args({}, {{"scale", bad}})), kl::UsageError);
+  }
+  kl::Args sweep = args({}, {{"scale", "0.5"}});
+  sweep.sweep = true;
+  const auto shapes = lesson07::shapes(sweep);
+  CHECK(shapes.size() == lesson07::sweep_shapes().size());
+  for (const auto& sh : shapes) CHECK(sh.second.scale == 0.5f);
+  sweep.texts["part"] = "flash";
+  CHECK_THROWS_AS(lesson07::shapes(sweep), kl::UsageError);
+}
+
+TEST_CASE("--step: a step of the other part is refused; \"lib\" matches the library row of each part") {
+  using lesson07::check_step_part;
+  CHECK_THROWS_WITH_AS(check_step_part(std::string("5"), args({}, kTile)), doctest::Contains("--part flash"),
+                       kl::UsageError);
+  CHECK_THROWS_AS(check_step_part(std::string("tile_reference"), args({}, kFlash)), kl::UsageError);
+  CHECK_NOTHROW(check_step_part(std::string("5"), args({}, kFlash)));
+  CHECK_NOTHROW(check_step_part(std::string("5"), args({})));
+  CHECK_NOTHROW(check_step_part(std::string("lib"), args({}, kTile)));
+  CHECK_NOTHROW(check_step_part(std::string("lib"), args({}, kFlash)));
+  CHECK_NOTHROW(check_step_part(std::nullopt, args({}, kTile)));
+  CHECK(kl::find_steps(kSteps, "lib").size() == 2);
 }
 
 TEST_CASE("reference: equal scores average V; causal row 0 is V's row 0; a huge scale picks the best key") {
@@ -198,11 +301,11 @@ TEST_CASE("FLOPs: 4 B H S^2 D, half when causal; bytes: Q, K, V, O once") {
 
 TEST_CASE("the library baseline says n/a, before allocating, where S and P exceed 16 GiB") {
   lesson07::Workspace ws;
-  CHECK_THROWS_AS(lesson07::launch_library(flash(4, 16, 16384, 64, false), ws, nullptr), lesson07::NotSupported);
+  CHECK_THROWS_AS(lesson07::launch_library(flash(4, 16, 16384, 64, false), ws, nullptr), kl::NotSupported);
   CHECK(lesson07::library_bytes(flash(16, 16, 4096, 64, false)) <= lesson07::kLibraryBudgetBytes);
 }
 
-TEST_CASE("the sweep: B = 4096 and 65536 tiles, then S = 128 ... 16384 with B S = 65536 for D = 64, 128, causal and not") {
+TEST_CASE("the sweep: B = 4096 and 65536 tiles, then S = 128 ... 16384 with B S = 65536, D = 64, 128, causal or not") {
   const auto shapes = lesson07::sweep_shapes();
   CHECK(shapes.size() == 2 + 2 * 2 * 8);
   CHECK(shapes[0].second.batch == 4096);
@@ -273,7 +376,7 @@ TEST_SUITE("gpu") {
       cudaStream_t stream;
       CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
       for (const auto& st : kSteps) {
-        if (st.part != part) continue;
+        if (lesson07::part_of(st) != part) continue;
         const std::string step = st.name;
         CAPTURE(step);
         lesson07::Workspace ws;
