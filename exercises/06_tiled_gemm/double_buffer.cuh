@@ -16,7 +16,7 @@
 // The test checks the result on many shapes (tails in M, N, K) and that the kernel holds two stages.
 // Then: cmake --build --preset release && ctest --preset exercises -R exercise06
 #pragma once
-#include "lessons/06_tiled_gemm/tiles.cuh"
+#include "lessons/06_tiled_gemm/parts.cuh"
 
 namespace exercise06 {
 

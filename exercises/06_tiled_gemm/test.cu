@@ -9,7 +9,7 @@
 
 #include "common/buffer.cuh"
 #include "common/random.hpp"
-#include "lessons/06_tiled_gemm/tiles.cuh"
+#include "lessons/06_tiled_gemm/parts.cuh"
 #include <double_buffer.cuh>  // exercises/ or solutions/, by include path
 
 namespace {

@@ -1,10 +1,10 @@
 // Lesson 06 checks. CPU cases: the step table, the float64 reference and its error metric (which
 // must catch a dropped product), the tolerance, argument validation, the dispatcher's plans and
-// split-K slices, the activations, the sweep. The "gpu" suite runs every step on fresh inputs over
-// many shapes (tails in M, N and K, tiny to 4097^3, skinny), every epilogue on each of the
-// dispatcher's three paths, alpha = 0, C = nullptr, C aliasing D, leading dimensions larger than
-// the width and unaligned pointers, a NaN in A reaching exactly its row of D, and M, N or K = 0;
-// outputs poisoned before each run.
+// split-K slices, the activations, the shapes and options the executable accepts, the sweep. The
+// "gpu" suite runs every step on fresh inputs over many shapes (tails in M, N and K, tiny to 4097^3,
+// skinny), every epilogue on each of the dispatcher's three paths, alpha = 0, C = nullptr, C aliasing
+// D, leading dimensions larger than the width and unaligned pointers, a NaN in A reaching exactly its
+// row of D, and M, N or K = 0; outputs poisoned before each run.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -18,6 +18,7 @@
 #include "common/random.hpp"
 #include "common/timing.cuh"
 #include "lessons/06_tiled_gemm/gemm.cuh"
+#include "lessons/06_tiled_gemm/problem.cuh"
 
 using lesson06::Act;
 using lesson06::Bias;
@@ -50,62 +51,79 @@ std::string describe(const Case& c) {
          std::to_string(c.pad_d) + " offset " + std::to_string(c.offset) + (c.in_place ? " in place" : "");
 }
 
+// One case's operands: host A, B, C and bias (C and bias empty when unused) and their device copies,
+// shifted by c.offset floats, with D's buffer; p describes them.
+struct Operands {
+  std::vector<float> a, b;
+  lesson06::HostInputs host;
+  kl::DeviceBuffer<float> da, db, dc, dbias, dd;
+  Problem p;
+};
+
+void make_operands(Operands& o, const Case& c, std::uint64_t salt) {
+  const int lda = c.k + c.pad_a, ldb = c.n + c.pad_b, ldd = c.n + c.pad_d;
+  const std::uint64_t seed = kl::seed_for(salt + std::uint64_t(c.m) * 1000003 + c.n * 1009 + c.k);
+  o.a = kl::normal_floats(std::size_t(c.m) * lda, 0, 1, seed);
+  o.b = kl::normal_floats(std::size_t(c.k) * ldb, 0, 1, seed + 1);
+  if (c.beta != 0.f) o.host.c = kl::normal_floats(std::size_t(c.m) * ldd, 0, 1, seed + 2);
+  const std::size_t nbias = c.bias == Bias::m ? c.m : c.bias == Bias::n ? c.n : std::size_t(c.m) * c.n;
+  if (c.bias != Bias::none) o.host.bias = kl::normal_floats(nbias, 0, 1, seed + 3);
+  const auto shifted = [&](const std::vector<float>& v) {
+    std::vector<float> s(v.size() + c.offset, 0.f);
+    std::copy(v.begin(), v.end(), s.begin() + c.offset);
+    return s;
+  };
+  o.da.upload(shifted(o.a));
+  o.db.upload(shifted(o.b));
+  o.dc.upload(shifted(o.host.c.empty() ? std::vector<float>{0.f} : o.host.c));
+  o.dbias.upload(shifted(o.host.bias.empty() ? std::vector<float>{0.f} : o.host.bias));
+  o.dd.resize(std::size_t(c.m) * ldd + c.offset);
+  o.p = Problem{o.da.data() + c.offset, o.db.data() + c.offset, nullptr, o.dd.data() + c.offset, nullptr, c.m, c.n, c.k,
+                lda, ldb, ldd, ldd};
+  o.p.alpha = c.alpha;
+  o.p.beta = c.beta;
+  o.p.bias_kind = c.bias;
+  o.p.act = c.act;
+  o.p.slope = 0.05f;
+  if (c.beta != 0.f) o.p.c = c.in_place ? o.p.d : o.dc.data() + c.offset;
+  if (c.bias != Bias::none) o.p.bias = o.dbias.data() + c.offset;
+}
+
 // Runs the steps `which` selects on fresh inputs for one case and checks each: its error against the
 // float64 reference (the full epilogue or the GEMM part, as the step computes), and D's padding
 // columns untouched.
 template <class Which>
 void check_case(const Case& c, Which&& which, std::uint64_t salt = 0) {
   CAPTURE(describe(c));
-  const int lda = c.k + c.pad_a, ldb = c.n + c.pad_b, ldd = c.n + c.pad_d;
-  const std::uint64_t seed = kl::seed_for(salt + std::uint64_t(c.m) * 1000003 + c.n * 1009 + c.k);
-  const auto a = kl::normal_floats(std::size_t(c.m) * lda, 0, 1, seed);
-  const auto b = kl::normal_floats(std::size_t(c.k) * ldb, 0, 1, seed + 1);
-  lesson06::HostInputs host;
-  if (c.beta != 0.f) host.c = kl::normal_floats(std::size_t(c.m) * ldd, 0, 1, seed + 2);
-  const std::size_t nbias = c.bias == Bias::m ? c.m : c.bias == Bias::n ? c.n : std::size_t(c.m) * c.n;
-  if (c.bias != Bias::none) host.bias = kl::normal_floats(nbias, 0, 1, seed + 3);
-  const auto shifted = [&](const std::vector<float>& v) {
-    std::vector<float> s(v.size() + c.offset, 0.f);
-    std::copy(v.begin(), v.end(), s.begin() + c.offset);
-    return s;
-  };
-  const kl::DeviceBuffer<float> da(shifted(a)), db(shifted(b)), dc(shifted(host.c.empty() ? std::vector<float>{0.f} : host.c)),
-      dbias(shifted(host.bias.empty() ? std::vector<float>{0.f} : host.bias));
-  kl::DeviceBuffer<float> dd(std::size_t(c.m) * ldd + c.offset);
+  Operands o;
+  make_operands(o, c, salt);
+  const Problem& p = o.p;
   lesson06::Workspace ws;
-  const lesson06::Reference ref = lesson06::reference(a.data(), lda, b.data(), ldb, c.m, c.n, c.k, ws);
-  Problem p{da.data() + c.offset, db.data() + c.offset, nullptr, dd.data() + c.offset, nullptr, c.m, c.n, c.k, lda, ldb,
-            ldd, ldd};
-  p.alpha = c.alpha;
-  p.beta = c.beta;
-  p.bias_kind = c.bias;
-  p.act = c.act;
-  p.slope = 0.05f;
-  if (c.beta != 0.f) p.c = c.in_place ? p.d : dc.data() + c.offset;
-  if (c.bias != Bias::none) p.bias = dbias.data() + c.offset;
+  const lesson06::Reference ref = lesson06::reference(o.a.data(), p.lda, o.b.data(), p.ldb, c.m, c.n, c.k, ws);
   for (int i = 0; i < static_cast<int>(std::size(kSteps)); ++i) {
     if (!which(i)) continue;
     const lesson06::GemmStep& st = kSteps[i];
     CAPTURE(st.name);
-    dd.poison();
-    if (c.in_place) CUDA_CHECK(cudaMemcpy(p.d, host.c.data(), host.c.size() * sizeof(float), cudaMemcpyHostToDevice));
+    o.dd.poison();
+    if (c.in_place)
+      CUDA_CHECK(cudaMemcpy(p.d, o.host.c.data(), o.host.c.size() * sizeof(float), cudaMemcpyHostToDevice));
     lesson06::run_step(st, p, ws, nullptr);
     CUDA_CHECK(cudaDeviceSynchronize());
-    const auto got = dd.download();
+    const auto got = o.dd.download();
     const std::vector<float> d(got.begin() + c.offset, got.end());
-    const Problem checked = st.epilogue ? p : lesson06::plain(p);
-    CHECK(lesson06::max_error(d, checked, ref, host) <= lesson06::tolerance(c.k));
+    const Problem checked = st.launch.epilogue ? p : lesson06::plain(p);
+    CHECK(lesson06::max_error(d, checked, ref, o.host) <= lesson06::tolerance(c.k));
     if (c.pad_d > 0 && !c.in_place) {
       bool pad_untouched = true;
       for (int r = 0; r < c.m; ++r)
-        for (int j = c.n; j < ldd; ++j) pad_untouched &= std::isnan(d[std::size_t(r) * ldd + j]);
+        for (int j = c.n; j < p.ldd; ++j) pad_untouched &= std::isnan(d[std::size_t(r) * p.ldd + j]);
       CHECK(pad_untouched);
     }
   }
 }
 
 bool all_steps(int) { return true; }
-bool epilogue_steps(int i) { return kSteps[i].epilogue; }
+bool epilogue_steps(int i) { return kSteps[i].launch.epilogue; }
 
 std::vector<Case> test_shapes() {
   if (sanitizing()) return {{1, 1, 1}, {3, 5, 7}, {31, 33, 17}, {128, 128, 8}, {129, 127, 300}, {200, 64, 1100}};
@@ -120,16 +138,19 @@ TEST_CASE("the step table: unique names, steps 1-7 then two library rows; only 7
   std::set<std::string> names;
   for (const auto& st : kSteps) {
     CHECK(names.insert(st.name).second);
-    CHECK((st.launch != nullptr));
+    CHECK((st.launch.run != nullptr));
+    CHECK(st.part == nullptr);
   }
   REQUIRE(std::size(kSteps) == 9);
   for (int i = 0; i < 7; ++i) CHECK_FALSE(kSteps[i].library);
   CHECK(kSteps[7].library);
   CHECK(kSteps[8].library);
   CHECK(std::string(kSteps[lesson06::kFusedStep - 1].name) == "fused_epilogue");
-  for (int i = 0; i < 9; ++i) CHECK(kSteps[i].epilogue == (i == 6 || i == 8));
-  CHECK(lesson06::step_label(0) == "1");
-  CHECK(lesson06::step_label(8) == "lib");
+  for (int i = 0; i < 9; ++i) CHECK(kSteps[i].launch.epilogue == (i == 6 || i == 8));
+  for (int i = 0; i < 9; ++i) CHECK(kSteps[i].needs_sm == (i == 5 || i == 6 ? 80 : 0));  // cp.async
+  CHECK(kl::step_label(kSteps, 0) == "1");
+  CHECK(kl::step_label(kSteps, 6) == "7");
+  CHECK(kl::step_label(kSteps, 8) == "lib");
 }
 
 TEST_CASE("reference: A B and |A||B| in float64, with leading dimensions") {
@@ -184,7 +205,8 @@ TEST_CASE("tolerance: K eps for short sums, 16 sqrt(K) eps for long ones, plus 8
 TEST_CASE("validate: leading dimensions, null pointers, in-place layout; zero sizes are allowed") {
   float x = 0;
   const auto problem = [&](int m, int n, int k) {
-    return Problem{&x, &x, nullptr, &x, nullptr, m, n, k, std::max(k, 1), std::max(n, 1), std::max(n, 1), std::max(n, 1)};
+    const int ldb = std::max(n, 1);
+    return Problem{&x, &x, nullptr, &x, nullptr, m, n, k, std::max(k, 1), ldb, ldb, ldb};
   };
   CHECK_NOTHROW(lesson06::validate(problem(4, 5, 6)));
   CHECK_NOTHROW(lesson06::validate(Problem{nullptr, nullptr, nullptr, nullptr, nullptr, 0, 5, 6, 6, 5, 5, 5}));
@@ -221,7 +243,7 @@ TEST_CASE("the dispatcher: naive when tiny, the tuned tiles with ~a tile per SM,
   using lesson06::plan;
   CHECK(plan(64, 64, 64, kH100Sms).path == Path::naive);
   CHECK(plan(8, 8, 4096, kH100Sms).path == Path::naive);
-  CHECK(plan(256, 256, 256, kH100Sms).path == Path::naive);  // 2^24: naive 2.7x faster than 8 tiles
+  CHECK(plan(256, 256, 256, kH100Sms).path == Path::naive);  // 2^24: the naive kernel beats 8 tiles (NOTES.md)
   CHECK(plan(256, 256, 512, kH100Sms).path == Path::naive);  // 2^25, the last naive size
   CHECK(plan(4096, 4096, 4096, kH100Sms).path == Path::tiled);
   CHECK(plan(2048, 2048, 2048, kH100Sms).path == Path::tiled);  // 128 tiles: 97% of the SMs
@@ -277,6 +299,50 @@ TEST_CASE("--sweep shapes, the default shape, and the option parsers") {
   CHECK(lesson06::parse_act("gelu_erf") == Act::gelu_erf);
   CHECK_THROWS_AS(lesson06::parse_bias("row"), kl::UsageError);
   CHECK_THROWS_AS(lesson06::parse_act("gelu"), kl::UsageError);
+  CHECK(lesson06::parse_float("--alpha", "-1.5") == -1.5f);
+  for (const char* bad : {"", "x1", "1x", "inf", "nan", "1e39"})
+    CHECK_THROWS_AS(lesson06::parse_float("--alpha", bad), kl::UsageError);
+  CHECK(lesson06::shape_text({1000, 3000, 777}) == "MxNxK=1000x3000x777");
+}
+
+TEST_CASE("the executable's shapes: defaults, --size, --m/--n/--k, the sweep; refused, never clamped") {
+  const auto shape_of = [](kl::Args a) {
+    const auto v = lesson06::shapes(a);
+    REQUIRE(v.size() == 1);
+    return v[0];
+  };
+  kl::Args a;
+  CHECK(shape_of(a).m == 4096);
+  CHECK(shape_of(a).k == 4096);
+  a.sizes["size"] = 1;  // 2^0
+  CHECK(shape_of(a).n == 1);
+  a.sizes["m"] = 32;
+  CHECK_THROWS_AS(lesson06::shapes(a), kl::UsageError);  // --size and --m
+  a.sizes.erase("size");
+  a.sizes["k"] = 7;
+  const lesson06::Shape sh = shape_of(a);
+  CHECK((sh.m == 32 && sh.n == 4096 && sh.k == 7));
+  a.sizes["m"] = lesson06::kMaxRows + 1;
+  CHECK_THROWS_AS(lesson06::shapes(a), kl::UsageError);
+  a.sizes["m"] = 8;
+  a.sizes["n"] = std::int64_t{1} << 31;  // does not fit an int
+  CHECK_THROWS_AS(lesson06::shapes(a), kl::UsageError);
+  kl::Args sweep;
+  sweep.sweep = true;
+  CHECK(lesson06::shapes(sweep).size() == 9);
+  sweep.texts["bias"] = "row";  // the epilogue options are checked with the shapes, before any GPU work
+  CHECK_THROWS_AS(lesson06::shapes(sweep), kl::UsageError);
+}
+
+TEST_CASE("the epilogue options: bias n and gelu_tanh by default, alpha, beta, slope") {
+  const lesson06::Epilogue d = lesson06::epilogue(kl::Args{});
+  CHECK((d.alpha == 1.f && d.beta == 0.f && d.slope == 0.01f && d.bias == Bias::n && d.act == Act::gelu_tanh));
+  kl::Args a;
+  a.texts = {{"alpha", "2"}, {"beta", "0.5"}, {"slope", "0.2"}, {"bias", "full"}, {"act", "none"}};
+  const lesson06::Epilogue e = lesson06::epilogue(a);
+  CHECK((e.alpha == 2.f && e.beta == 0.5f && e.slope == 0.2f && e.bias == Bias::full && e.act == Act::none));
+  a.texts["beta"] = "x";
+  CHECK_THROWS_AS(lesson06::epilogue(a), kl::UsageError);
 }
 
 TEST_SUITE("gpu") {
@@ -291,9 +357,9 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE("every epilogue on each path: tuned tiles (templates), small tiles, split-K and naive (run-time)") {
-    const std::vector<Case> shapes = sanitizing()
-                                         ? std::vector<Case>{{2816, 1408, 16}, {1000, 300, 128}, {200, 130, 1600}, {20, 30, 40}}
-                                         : std::vector<Case>{{2816, 1408, 44}, {1000, 300, 128}, {200, 130, 1600}, {20, 30, 40}};
+    // tuned tiles (K = 16 under the sanitizer, else 44), small tiles, split-K, naive
+    const int k_tuned = sanitizing() ? 16 : 44;
+    const std::vector<Case> shapes{{2816, 1408, k_tuned}, {1000, 300, 128}, {200, 130, 1600}, {20, 30, 40}};
     for (Case c : shapes) {
       const Path path = lesson06::plan(c.m, c.n, c.k, kl::sm_count()).path;
       CAPTURE(static_cast<int>(path));
@@ -354,7 +420,8 @@ TEST_SUITE("gpu") {
 
   TEST_CASE("a NaN in A makes its row of D NaN, and only its row, on every step and every path") {
     // naive, tuned tiles, unaligned (K = 33), small tiles, split-K
-    for (Case c : {Case{40, 50, 60}, Case{2816, 1408, 64}, Case{2817, 1409, 33}, Case{1000, 300, 128}, Case{300, 64, 2000}}) {
+    for (Case c :
+         {Case{40, 50, 60}, Case{2816, 1408, 64}, Case{2817, 1409, 33}, Case{1000, 300, 128}, Case{300, 64, 2000}}) {
       CAPTURE(describe(c));
       auto a = kl::normal_floats(std::size_t(c.m) * c.k, 0, 1, kl::seed_for(621));
       const auto b = kl::normal_floats(std::size_t(c.k) * c.n, 0, 1, kl::seed_for(622));
@@ -409,7 +476,8 @@ TEST_SUITE("gpu") {
       check_case(c, [](int i) { return i == lesson06::kFusedStep - 1; }, 7);
     }
     const int m = 300, n = 64, k = 2048;  // split-K: the workspace grows on the first call
-    const auto a = kl::normal_floats(m * k, 0, 1, kl::seed_for(611)), b = kl::normal_floats(k * n, 0, 1, kl::seed_for(612));
+    const auto a = kl::normal_floats(m * k, 0, 1, kl::seed_for(611));
+    const auto b = kl::normal_floats(k * n, 0, 1, kl::seed_for(612));
     const kl::DeviceBuffer<float> da(a), db(b);
     kl::DeviceBuffer<float> dd(m * n);
     lesson06::Workspace ws;

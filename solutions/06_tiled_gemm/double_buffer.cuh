@@ -3,7 +3,7 @@
 // barrier per tile is enough: the stage a store overwrites was last read in the previous iteration,
 // which every warp finished before that iteration's barrier.
 #pragma once
-#include "lessons/06_tiled_gemm/tiles.cuh"
+#include "lessons/06_tiled_gemm/parts.cuh"
 
 namespace exercise06 {
 

@@ -1,0 +1,37 @@
+// Lesson 06, step 5: double buffering (step 4's loader, compute and store, from parts.cuh).
+#pragma once
+#include "common/check.cuh"
+#include "lessons/06_tiled_gemm/parts.cuh"
+
+namespace lesson06 {
+
+// Two shared-memory stages. The loads of tile k+1 are issued before tile k's FMAs and stored to the
+// other stage after them, so their latency hides behind the math; one barrier per tile (step 4: two).
+__global__ void __launch_bounds__(kThreads, 2) gemm_double_buffer(Problem p) {
+  __shared__ __align__(16) float as[2][kBK * Loader128::kLdA];
+  __shared__ __align__(16) float bs[2][kBK * Loader128::kLdB];
+  const int m0 = blockIdx.y * kBM, n0 = blockIdx.x * kBN;
+  Loader128 tile;
+  tile.start(p, m0, n0, 0);
+  float acc[8][8] = {};
+  tile.load(p, p.k);
+  tile.store(as[0], bs[0]);
+  __syncthreads();
+  int stage = 0;
+  for (int k0 = 0; k0 < p.k; k0 += kBK) {
+    const bool more = k0 + kBK < p.k;
+    if (more) tile.load(p, p.k);
+    compute_split(acc, as[stage], bs[stage]);
+    if (more) tile.store(as[stage ^ 1], bs[stage ^ 1]);
+    __syncthreads();
+    stage ^= 1;
+  }
+  store_split<Runtime>(p, acc, m0, n0);
+}
+
+inline void launch_double_buffer(const Problem& p, cudaStream_t s) {
+  gemm_double_buffer<<<tile_grid(p, kBM, kBN), kThreads, 0, s>>>(p);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace lesson06
