@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/random.hpp"
-#include "lessons/05_topk_fusion/topk.cuh"
+#include "lessons/05_topk_fusion/problem.cuh"
 #include <topk_insert.cuh>  // exercises/ or solutions/, by include path
 
 namespace {

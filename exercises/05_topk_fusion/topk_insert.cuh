@@ -20,7 +20,7 @@
 #pragma once
 #include <cstdint>
 
-#include "lessons/05_topk_fusion/topk.cuh"
+#include "lessons/05_topk_fusion/parts.cuh"  // make_key, Partial, add_to_sum, finish_warp
 
 template <int K>
 __device__ __forceinline__ void topk_insert_exercise(lesson05::Key (&keys)[K], lesson05::Key key) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -38,7 +39,7 @@ struct Output {
 // Runs one step on x (rows x vocab, already rounded to T) with its outputs poisoned (`poison`
 // bytes); `offset` elements shift the logits' pointer (an unaligned view).
 template <class T>
-Output run_step(const lesson05::TopkStep& st, const std::vector<float>& x, std::int64_t rows, int vocab, int k,
+Output run_step(const lesson05::Step& st, const std::vector<float>& x, std::int64_t rows, int vocab, int k,
                 int poison = 0xFF, std::size_t offset = 0) {
   std::vector<T> xt(x.size() + offset);
   for (std::size_t i = 0; i < x.size(); ++i) xt[offset + i] = kl::from_float<T>(x[i]);
@@ -69,12 +70,12 @@ void check_all_steps(const std::vector<float>& xq, std::int64_t rows, int vocab,
     Output got;
     try {
       got = run_step<T>(st, xq, rows, vocab, k, 0xFF, offset);
-    } catch (const lesson05::NotSupported&) {
-      CHECK(!st.fused);  // only step 1 may turn a shape down
+    } catch (const kl::NotSupported&) {
+      CHECK(!st.launch.fused);  // only step 1 may turn a shape down
       continue;
     }
-    const lesson05::Tolerance tol = lesson05::tolerance(st.fused ? Dtype::f32 : lesson05::dtype_of<T>());
-    CHECK(lesson05::max_error(got.prob, got.idx, ref, xq, tol, st.fused) <= tol.rel);
+    const lesson05::Tolerance tol = lesson05::tolerance(st.launch.fused ? Dtype::f32 : lesson05::dtype_of<T>());
+    CHECK(lesson05::max_error(got.prob, got.idx, ref, xq, tol, st.launch.fused) <= tol.rel);
   }
 }
 
@@ -115,12 +116,16 @@ TEST_CASE("the step table: unique names, unfused first, the dispatcher last") {
   std::set<std::string> names;
   for (const auto& st : kSteps) {
     CHECK(names.insert(st.name).second);
-    CHECK((st.launch != nullptr));
+    CHECK((st.launch.run != nullptr));
   }
   CHECK(std::size(kSteps) == 7);
-  CHECK_FALSE(kSteps[0].fused);
-  for (std::size_t i = 1; i < std::size(kSteps); ++i) CHECK(kSteps[i].fused);
+  CHECK_FALSE(kSteps[0].launch.fused);
+  for (std::size_t i = 1; i < std::size(kSteps); ++i) CHECK(kSteps[i].launch.fused);
   CHECK(std::string(kSteps[lesson05::kDispatchStep - 1].name) == "dispatch");
+  for (std::size_t i = 0; i < std::size(kSteps); ++i) {
+    CHECK_FALSE(kSteps[i].library);  // step 1 is the ladder's first step, labelled "1" in the CSV
+    CHECK(kSteps[i].needs_sm == (i >= 3 ? 80 : 0));  // steps 4-7 use __reduce_add_sync
+  }
 }
 
 TEST_CASE("keys rank by logit, then by the lower index, NaN first, -0 equal to +0, and decode back") {
@@ -315,6 +320,29 @@ TEST_CASE("--sweep: V in {32000, 50257, 128256} x K in {1, 10, 50} at R = 4096, 
   CHECK_THROWS_AS(lesson05::parse_dtype("f64"), kl::UsageError);
 }
 
+TEST_CASE("shapes: the defaults, the options, and refusals (K > 64, K > V, V >= 2^31, R * V > 2^40)") {
+  const auto shape_of = [](std::map<std::string, std::int64_t> sizes) {
+    kl::Args a;
+    a.sizes = std::move(sizes);
+    return lesson05::shapes(a);
+  };
+  const auto def = shape_of({});
+  REQUIRE(def.size() == 1);
+  CHECK(lesson05::shape_text(def[0]) == "RxVxK=4096x50257x10");
+  const auto sh = shape_of({{"rows", 8}, {"vocab", 128256}, {"k", 50}});
+  CHECK(lesson05::shape_text(sh[0]) == "RxVxK=8x128256x50");
+  CHECK(shape_of({{"vocab", 64}, {"k", 64}})[0].k == 64);
+  CHECK_THROWS_AS(shape_of({{"k", 65}}), kl::UsageError);
+  CHECK_THROWS_AS(shape_of({{"vocab", 5}}), kl::UsageError);  // the default K = 10 > V
+  CHECK_THROWS_AS(shape_of({{"vocab", 5}, {"k", 6}}), kl::UsageError);
+  CHECK_THROWS_AS(shape_of({{"vocab", std::int64_t{1} << 31}}), kl::UsageError);
+  CHECK_NOTHROW(shape_of({{"rows", std::int64_t{1} << 20}, {"vocab", std::int64_t{1} << 20}}));
+  CHECK_THROWS_AS(shape_of({{"rows", std::int64_t{1} << 21}, {"vocab", std::int64_t{1} << 20}}), kl::UsageError);
+  kl::Args sweep;
+  sweep.sweep = true;
+  CHECK(lesson05::shapes(sweep).size() == lesson05::sweep_shapes().size());
+}
+
 TEST_SUITE("gpu") {
   TEST_CASE("every step matches the float64 reference, f32") { every_step_every_shape<float>(); }
   TEST_CASE("every step matches the float64 reference, f16") { every_step_every_shape<__half>(); }
@@ -406,8 +434,8 @@ TEST_SUITE("gpu") {
             const auto xq = quantize<T>(x);
             const lesson05::Reference ref = lesson05::reference(xq, rows, vocab, k);
             const Output got = run_step<T>(st, xq, rows, vocab, k, 0x3C);  // finite poison: NaN must be written
-            const lesson05::Tolerance tol = lesson05::tolerance(st.fused ? Dtype::f32 : d);
-            CHECK(lesson05::max_error(got.prob, got.idx, ref, xq, tol, st.fused) <= tol.rel);
+            const lesson05::Tolerance tol = lesson05::tolerance(st.launch.fused ? Dtype::f32 : d);
+            CHECK(lesson05::max_error(got.prob, got.idx, ref, xq, tol, st.launch.fused) <= tol.rel);
             for (int j = 0; j < k; ++j) {
               if (finite0 >= k) CHECK(xq[got.idx[j]] != -INFINITY);
               CHECK(got.idx[k + j] == ref.idx[k + j]);
@@ -439,13 +467,13 @@ TEST_SUITE("gpu") {
             const auto xq = quantize<T>(x);
             const lesson05::Reference ref = lesson05::reference(xq, rows, vocab, k);
             const Output got = run_step<T>(st, xq, rows, vocab, k, 0x3C);
-            const lesson05::Tolerance tol = lesson05::tolerance(st.fused ? Dtype::f32 : d);
-            CHECK(lesson05::max_error(got.prob, got.idx, ref, xq, tol, st.fused) <= tol.rel);
+            const lesson05::Tolerance tol = lesson05::tolerance(st.launch.fused ? Dtype::f32 : d);
+            CHECK(lesson05::max_error(got.prob, got.idx, ref, xq, tol, st.launch.fused) <= tol.rel);
             for (int j = 0; j < k; ++j) {
               CHECK(std::isnan(got.prob[2 * k + j]));
               CHECK(std::isnan(got.prob[3 * k + j]));
             }
-            if (st.fused) {
+            if (st.launch.fused) {
               CHECK(got.idx[2 * k] == vocab / 2);
               CHECK(got.idx[2 * k + 1] == vocab - 1);
               CHECK(got.idx[3 * k] == vocab / 3);
@@ -476,8 +504,8 @@ TEST_SUITE("gpu") {
       const std::string step = st.name;
       CAPTURE(step);
       for (auto [vocab, k] : {std::pair<int, int>{100, 0}, {100, 65}, {5, 6}, {1, 2}}) {
-        CHECK_THROWS_AS(lesson05::run_step(st, {x.data(), prob.data(), idx.data(), 4, vocab, k, Dtype::f32}, ws, nullptr),
-                        kl::UsageError);
+        const lesson05::Problem p{x.data(), prob.data(), idx.data(), 4, vocab, k, Dtype::f32};
+        CHECK_THROWS_AS(lesson05::run_step(st, p, ws, nullptr), kl::UsageError);
       }
       lesson05::run_step(st, {x.data(), prob.data(), idx.data(), 0, 100, 10, Dtype::f32}, ws, nullptr);
     }
@@ -510,7 +538,7 @@ TEST_SUITE("gpu") {
       idx.poison();
       kl::replay_once(s, [&](cudaStream_t stream) { lesson05::run_step(st, p, ws, stream); });
       const lesson05::Tolerance tol = lesson05::tolerance(Dtype::f32);
-      CHECK(lesson05::max_error(prob.download(), idx.download(), ref, x, tol, st.fused) <= tol.rel);
+      CHECK(lesson05::max_error(prob.download(), idx.download(), ref, x, tol, st.launch.fused) <= tol.rel);
     }
     CUDA_CHECK(cudaStreamDestroy(s));
   }
@@ -532,8 +560,8 @@ TEST_SUITE("gpu") {
       lesson05::topk(dx.data(), prob.data(), idx.data(), rows, vocab, k, ws);
       CUDA_CHECK(cudaDeviceSynchronize());
       const lesson05::Tolerance tol = lesson05::tolerance(Dtype::f32);
-      CHECK(lesson05::max_error(prob.download(), idx.download(), lesson05::reference(x, rows, vocab, k), x, tol, true) <=
-            tol.rel);
+      const lesson05::Reference ref = lesson05::reference(x, rows, vocab, k);
+      CHECK(lesson05::max_error(prob.download(), idx.download(), ref, x, tol, true) <= tol.rel);
     }
   }
 }
