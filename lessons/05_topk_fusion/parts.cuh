@@ -176,14 +176,14 @@ inline unsigned warp_grid(std::int64_t rows) {
 // ---- introduced by step 3 (16-byte loads, early reject) ---------------------------------------------
 
 // The online softmax update for a pack; returns the pack's max. An absent logit is -inf: it adds
-// e^-inf = 0. One max.NaN per logit (kl::max_nan: a NaN stays), at most one rescale, and P
+// e^-inf = 0. One max.NaN instruction per logit (kl::max_nan_1op), at most one rescale, and P
 // exponentials without __expf's subnormal fix-up (kl::exp_ftz: a term below 2^-126 next to the
 // max's term 1 changes no float sum).
 template <int P>
 __device__ __forceinline__ float add_pack_to_sum(float& m, float& s, const float (&v)[P]) {
   float pm = v[0];
 #pragma unroll
-  for (int i = 1; i < P; ++i) pm = kl::max_nan(pm, v[i]);
+  for (int i = 1; i < P; ++i) pm = kl::max_nan_1op(pm, v[i]);
   if (pm > m) {
     s *= kl::exp_ftz(m - pm);
     m = pm;
