@@ -22,8 +22,7 @@ struct NoDevice : std::runtime_error {
 inline void cuda_check(cudaError_t err, const char* call, const char* file, int line) {
   if (err != cudaSuccess) {
     throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + call +
-                             " failed: " + cudaGetErrorName(err) + " (" +
-                             cudaGetErrorString(err) + ")");
+                             " failed: " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
   }
 }
 

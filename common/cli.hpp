@@ -2,8 +2,8 @@
 // UsageError (exit 2 through guarded_main); unknown options are reported by finish().
 #pragma once
 #include <cerrno>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <functional>
@@ -85,8 +85,7 @@ class Cli {
     return v ? parse_size("--" + name, *v, most) : fallback;
   }
 
-  std::string choice(const std::string& name, const std::string& fallback,
-                     const std::vector<std::string>& allowed) {
+  std::string choice(const std::string& name, const std::string& fallback, const std::vector<std::string>& allowed) {
     auto v = text(name);
     if (!v) return fallback;
     for (const auto& a : allowed)

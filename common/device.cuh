@@ -96,9 +96,8 @@ inline double measure_copy_gbps(int reps = 20) {
   const std::size_t bytes = std::size_t{512} << 20;
   DeviceBuffer<unsigned char> src(bytes), dst(bytes);
   CUDA_CHECK(cudaMemset(src.data(), 1, bytes));
-  const double ms = median_ms(10, reps, [&] {
-    CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice));
-  });
+  const double ms = median_ms(
+      10, reps, [&] { CUDA_CHECK(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice)); });
   return 2.0 * bytes / (ms * 1e-3) / 1e9;
 }
 

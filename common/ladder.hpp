@@ -3,13 +3,13 @@
 // rest once for all lessons: --help, --list, --step, --reps, --csv, --sweep, --no-check, --dtype,
 // validating every option before any GPU work, the device and limit lines, and the CSV.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
-#include <algorithm>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -29,8 +29,8 @@ struct NotSupported : std::runtime_error {
 // One entry of a lesson's step table. `Launch` is the lesson's launcher type.
 template <class Launch>
 struct Step {
-  const char* name;            // the step's kernel, also what --step accepts
-  const char* idea;            // one line: what this step changes, for --list
+  const char* name;  // the step's kernel, also what --step accepts
+  const char* idea;  // one line: what this step changes, for --list
   Launch launch;
   bool library = false;        // a library baseline, labelled "lib"
   int needs_sm = 0;            // oldest GPU architecture it runs on (80 = sm_80); 0: any
@@ -51,8 +51,8 @@ struct Option {
   enum Kind { size, text, flag };
   const char* name;
   Kind kind;
-  const char* help;    // the --help line after the name
-  bool shape = true;   // true: chooses the shape, so it cannot be combined with --sweep
+  const char* help;   // the --help line after the name
+  bool shape = true;  // true: chooses the shape, so it cannot be combined with --sweep
 };
 
 // The parsed command line a lesson reads its options from.
@@ -92,13 +92,13 @@ struct Context {
 
 template <class Launch, class Shape>
 struct Lesson {
-  const char* id;       // "04"
-  const char* title;    // "online softmax: softmax of each row of an [M, K] matrix"
+  const char* id;     // "04"
+  const char* title;  // "online softmax: softmax of each row of an [M, K] matrix"
   std::vector<Step<Launch>> steps;
   std::vector<Option> options;
   std::vector<std::string> dtypes = {"f32"};  // the first is the default
-  const char* sweep_help = "";                 // what --sweep runs
-  const char* notes = "";                      // --help text after the options
+  const char* sweep_help = "";                // what --sweep runs
+  const char* notes = "";                     // --help text after the options
   double slow_ms = 20.0;
   // The shapes of this run from the options (one shape, or the sweep's when args.sweep); throws
   // UsageError for a bad combination. Runs before any GPU work.
@@ -184,8 +184,8 @@ void print_steps(const std::vector<Step<Launch>>& steps) {
   for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
     const auto& st = steps[i];
     std::string needs = st.needs_sm ? "sm_" + std::to_string(st.needs_sm) + "+" : "any GPU";
-    std::printf("%-4s %-24s %-8s %s%s%s\n", step_label(steps, i).c_str(), st.name, needs.c_str(),
-                st.part ? "[" : "", st.part ? (std::string(st.part) + "] ").c_str() : "", st.idea);
+    std::printf("%-4s %-24s %-8s %s%s%s\n", step_label(steps, i).c_str(), st.name, needs.c_str(), st.part ? "[" : "",
+                st.part ? (std::string(st.part) + "] ").c_str() : "", st.idea);
   }
 }
 
@@ -256,7 +256,8 @@ int ladder_main(const Lesson<Launch, Shape>& l, int argc, char** argv) {
 
   std::vector<int> chosen;
   if (step) chosen = find_steps(l.steps, *step);
-  else for (int i = 0; i < static_cast<int>(l.steps.size()); ++i) chosen.push_back(i);
+  else
+    for (int i = 0; i < static_cast<int>(l.steps.size()); ++i) chosen.push_back(i);
   const std::vector<Shape> shapes = l.shapes(args);  // validates the shape even for --list
   if (list) {
     print_steps(l.steps);

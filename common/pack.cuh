@@ -22,11 +22,17 @@ __host__ __device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162f
 template <class T>
 __host__ __device__ inline T from_float(float v);
 template <>
-__host__ __device__ inline float from_float<float>(float v) { return v; }
+__host__ __device__ inline float from_float<float>(float v) {
+  return v;
+}
 template <>
-__host__ __device__ inline __half from_float<__half>(float v) { return __float2half_rn(v); }
+__host__ __device__ inline __half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
 template <>
-__host__ __device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+__host__ __device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
 
 // N elements aligned to their total size: the compiler turns one copy of it into one vector
 // instruction (LDG.128 / STG.128 for 16 bytes).
@@ -72,7 +78,8 @@ __device__ __forceinline__ void store_pack(T* p, const float (&in)[N]) {
 inline int widest_pack(const void* x, const void* y, std::int64_t K, int elem_bytes) {
   for (int n = 16 / elem_bytes; n > 1; n /= 2) {
     const auto bytes = static_cast<std::uintptr_t>(n * elem_bytes);
-    if (K % n == 0 && reinterpret_cast<std::uintptr_t>(x) % bytes == 0 && reinterpret_cast<std::uintptr_t>(y) % bytes == 0)
+    if (K % n == 0 && reinterpret_cast<std::uintptr_t>(x) % bytes == 0 &&
+        reinterpret_cast<std::uintptr_t>(y) % bytes == 0)
       return n;
   }
   return 1;
@@ -91,9 +98,7 @@ struct PackSplit {
     tail = n - head - P * packs;
   }
   // The aligned middle, as packs.
-  __host__ __device__ const Pack<T, P>* body(const T* x) const {
-    return reinterpret_cast<const Pack<T, P>*>(x + head);
-  }
+  __host__ __device__ const Pack<T, P>* body(const T* x) const { return reinterpret_cast<const Pack<T, P>*>(x + head); }
   // The i-th of the head + tail elements (i < head + tail), as an index into x.
   __host__ __device__ Index edge(Index i) const { return i < head ? i : head + P * packs + (i - head); }
 };

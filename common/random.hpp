@@ -22,7 +22,7 @@ class Rng {
     return z ^ (z >> 31);
   }
   double uniform01() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
-  double normal() {  // Box-Muller
+  double normal() {                                                             // Box-Muller
     const double u1 = 1.0 - uniform01(), u2 = uniform01();
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
   }

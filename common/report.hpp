@@ -16,20 +16,20 @@
 namespace kl {
 
 struct Limits {
-  double copy_gbps = 0;     // measured device-to-device copy (read + write)
-  double peak_tflops = 0;   // for compute-bound lessons
+  double copy_gbps = 0;    // measured device-to-device copy (read + write)
+  double peak_tflops = 0;  // for compute-bound lessons
 };
 
 struct Row {
-  std::string step;   // "1", "2", ... or "lib"; "copy" for the measured limit
+  std::string step;  // "1", "2", ... or "lib"; "copy" for the measured limit
   std::string name, dtype, shape;
   bool library = false;
-  bool ok = true;     // false: the output was wrong; the row is FAILED and carries no time
+  bool ok = true;  // false: the output was wrong; the row is FAILED and carries no time
   Summary ms;
-  double bytes = 0;   // fewest bytes the problem must move (0: not memory-bound)
-  double flops = 0;   // useful floating-point operations (0: not compute-bound)
-  double err = 0;     // max error against the float64 reference
-  bool graph = false; // timed by CUDA-graph replay
+  double bytes = 0;    // fewest bytes the problem must move (0: not memory-bound)
+  double flops = 0;    // useful floating-point operations (0: not compute-bound)
+  double err = 0;      // max error against the float64 reference
+  bool graph = false;  // timed by CUDA-graph replay
 
   double gbps() const { return ok && bytes > 0 ? bytes / (ms.median * 1e-3) / 1e9 : NAN; }
   double tflops() const { return ok && flops > 0 ? flops / (ms.median * 1e-3) / 1e12 : NAN; }
@@ -69,8 +69,8 @@ inline std::string csv_text(std::string s) {
 inline std::string csv_line(const std::string& lesson, const Row& r, const Limits& l, const std::string& gpu) {
   std::ostringstream o;
   const double nan = NAN;
-  o << lesson << ',' << csv_text(r.step) << ',' << csv_text(r.name) << ',' << r.dtype << ',' << csv_text(r.shape)
-    << ',' << csv_number(r.ok ? r.ms.median : nan) << ',' << csv_number(r.ok ? r.ms.min : nan) << ','
+  o << lesson << ',' << csv_text(r.step) << ',' << csv_text(r.name) << ',' << r.dtype << ',' << csv_text(r.shape) << ','
+    << csv_number(r.ok ? r.ms.median : nan) << ',' << csv_number(r.ok ? r.ms.min : nan) << ','
     << csv_number(r.ok ? r.ms.max : nan) << ',' << csv_number(r.gbps()) << ',' << csv_number(r.tflops()) << ','
     << csv_number(r.ok ? r.pct_of(l) : nan) << ',' << csv_number(r.err) << ',' << csv_text(gpu);
   return o.str();

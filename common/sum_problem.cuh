@@ -62,7 +62,7 @@ inline std::vector<Row> run_sum(std::size_t n, SumContext& cx) {
   const SumRef ref = ref_sum(host.data(), n);
   const DeviceBuffer<float> x(host);
   DeviceBuffer<float> out(1);
-  std::vector<Scratch> scratch(cx.steps.size());  // each step's own: no step sees what another left in it
+  std::vector<Scratch> scratch(cx.steps.size());             // each step's own: no step sees what another left in it
   const double scale = ref.abs_sum > 0 ? ref.abs_sum : 1.0;  // the scale scaled_error divides by
   Trial t;
   t.proto = Row{"", "", "f32", "n=" + std::to_string(n)};

@@ -11,16 +11,17 @@
 
 #include "common/block.cuh"
 #include "common/cli.hpp"
+#include "common/pack.cuh"
 #include "common/random.hpp"
 #include "common/reference.hpp"
 #include "common/report.hpp"
+#include "common/softmax_math.cuh"
 #include "common/timing.cuh"
 
 namespace {
 __global__ void spin_kernel(long long cycles) {
   const long long start = clock64();
-  while (clock64() - start < cycles) {
-  }
+  while (clock64() - start < cycles) {}
 }
 
 // One block of 256 threads: each thread writes its warp's and its block's sum and max.
@@ -30,6 +31,15 @@ __global__ void reduce_probe(const float* x, float* warp_sum, float* warp_max, f
   warp_max[threadIdx.x] = kl::warp_allreduce<kl::MaxOp>(v);
   block_sum[threadIdx.x] = kl::block_allreduce<256>(v);
   block_max[threadIdx.x] = kl::block_allreduce<256, kl::MaxOp>(v);
+}
+
+// Both NaN-keeping maxima and the online combine, for every pair of special values: one thread.
+__global__ void max_probe(const float* a, const float* b, int n, float* cmp_select, float* one_op, float* comb) {
+  for (int i = 0; i < n; ++i) {
+    cmp_select[i] = kl::max_nan(a[i], b[i]);
+    one_op[i] = kl::max_nan_1op(a[i], b[i]);
+    comb[i] = kl::combine({a[i], 1.f}, {b[i], 2.f}).s;
+  }
 }
 
 kl::Cli parse(std::vector<const char*> args) {
@@ -65,12 +75,66 @@ TEST_CASE("cli: every bad input is a UsageError") {
     auto cli = parse({"--n", bad});
     CHECK_THROWS_AS(cli.size("n", 1), kl::UsageError);
   }
-  CHECK_THROWS_AS(parse({"--n", "1", "--n", "2"}), kl::UsageError);      // given twice
-  CHECK_THROWS_AS(parse({"stray"}), kl::UsageError);                     // not an option
-  CHECK_THROWS_AS(parse({"--n"}).size("n", 1), kl::UsageError);         // missing value
+  CHECK_THROWS_AS(parse({"--n", "1", "--n", "2"}), kl::UsageError);        // given twice
+  CHECK_THROWS_AS(parse({"stray"}), kl::UsageError);                       // not an option
+  CHECK_THROWS_AS(parse({"--n"}).size("n", 1), kl::UsageError);            // missing value
   CHECK_THROWS_AS(parse({"--sweep", "3"}).flag("sweep"), kl::UsageError);  // flag with a value
   CHECK_THROWS_AS(parse({"--dtype", "f64"}).choice("dtype", "f32", {"f32"}), kl::UsageError);
   CHECK_THROWS_AS(parse({"--bogus"}).finish(), kl::UsageError);
+}
+
+TEST_CASE("cli: 2^0 is 1; sizes above a limit are refused, never clamped; products are overflow-checked") {
+  CHECK(parse({"--n", "2^0"}).size("n", 5) == 1);
+  CHECK(parse({"--n", "2^30"}).size("n", 5, std::int64_t{1} << 30) == (std::int64_t{1} << 30));
+  CHECK_THROWS_AS(parse({"--n", "1073741825"}).size("n", 5, std::int64_t{1} << 30), kl::UsageError);
+  CHECK(kl::checked_product({1024, 16, 4096}, std::int64_t{1} << 40, "B*H*S") == (std::int64_t{1} << 26));
+  CHECK_THROWS_AS(kl::checked_product({67280421310721, 274177}, std::int64_t{1} << 40, "B*H"), kl::UsageError);
+}
+
+TEST_CASE("cli: echoed values keep the message on one line") {
+  CHECK(kl::escaped("a\nb\tc\x01") == "a\\nb\\tc\\x01");
+  try {
+    parse({"--n", "1\n2"}).size("n", 1);
+    FAIL("accepted a newline");
+  } catch (const kl::UsageError& e) {
+    CHECK(std::string(e.what()).find('\n') == std::string::npos);
+  }
+}
+
+TEST_CASE("softmax arithmetic on the host: NaN-keeping max, and a part with m = -inf adds nothing") {
+  CHECK(kl::max_nan(1.f, 2.f) == 2.f);
+  CHECK(std::isnan(kl::max_nan(NAN, 2.f)));
+  CHECK(std::isnan(kl::max_nan(2.f, NAN)));
+  CHECK(kl::max_nan(-INFINITY, -3.f) == -3.f);
+  const kl::MaxSum empty{-INFINITY, 0.f}, part{2.f, 3.f};
+  CHECK(kl::combine(empty, part).m == 2.f);
+  CHECK(kl::combine(empty, part).s == 3.f);
+  CHECK(kl::combine(empty, empty).s == 0.f);  // not NaN: (-inf) - (-inf) is never exponentiated
+  const kl::MaxSum both = kl::combine({0.f, 1.f}, {1.f, 1.f});
+  CHECK(both.s == doctest::Approx(1.f + std::exp(-1.f)));
+  CHECK(std::isnan(kl::combine({NAN, 1.f}, part).m));
+}
+
+TEST_CASE("pack split: head up to the 16-byte boundary, whole packs, tail; every element once") {
+  alignas(16) float buf[64] = {};
+  for (int offset = 0; offset < 4; ++offset) {
+    for (std::size_t n : {0, 1, 2, 3, 4, 5, 7, 8, 33, 60}) {
+      CAPTURE(offset);
+      CAPTURE(n);
+      const kl::PackSplit<4, float, std::size_t> sp(buf + offset, n);
+      CHECK(sp.head < 4);
+      CHECK(sp.tail < 4);
+      CHECK(sp.head + 4 * sp.packs + sp.tail == n);
+      if (sp.packs > 0) CHECK(reinterpret_cast<std::uintptr_t>(sp.body(buf + offset)) % 16 == 0);
+      if (n >= 4) CHECK(sp.head == (4 - offset) % 4);
+      std::set<std::size_t> seen;
+      for (std::size_t i = 0; i < sp.head + sp.tail; ++i) seen.insert(sp.edge(i));
+      for (std::size_t q = 0; q < sp.packs; ++q)
+        for (std::size_t j = 0; j < 4; ++j) seen.insert(sp.head + 4 * q + j);
+      CHECK(seen.size() == n);
+      if (n > 0) CHECK(*seen.rbegin() == n - 1);
+    }
+  }
 }
 
 TEST_CASE("guarded_main maps errors to exit codes 2, 77 and 1") {
@@ -129,16 +193,20 @@ TEST_CASE("finish_run: exit 1 when a step failed; the CSV ends with the measured
 TEST_CASE("record_check: the error and the verdict; --no-check computes nothing and fails nothing") {
   kl::Row row;
   int calls = 0;
-  kl::record_check(row, false, [&] { return ++calls, 9.0; }, 1.0);
+  kl::record_check(
+      row, false, [&] { return ++calls, 9.0; }, 1.0);
   CHECK(calls == 0);
   CHECK(std::isnan(row.err));
   CHECK(row.ok);
-  kl::record_check(row, true, [&] { return ++calls, 0.5; }, 1.0);
+  kl::record_check(
+      row, true, [&] { return ++calls, 0.5; }, 1.0);
   CHECK(row.err == 0.5);
   CHECK(row.ok);
-  kl::record_check(row, true, [&] { return ++calls, 2.0; }, 1.0);
+  kl::record_check(
+      row, true, [&] { return ++calls, 2.0; }, 1.0);
   CHECK_FALSE(row.ok);
-  kl::record_check(row, true, [] { return double(NAN); }, 1.0);  // a NaN error is a failure
+  kl::record_check(
+      row, true, [] { return double(NAN); }, 1.0);  // a NaN error is a failure
   CHECK_FALSE(row.ok);
   CHECK(calls == 2);
 }
@@ -274,6 +342,32 @@ TEST_SUITE("gpu") {
     CHECK(fast.ms.min > 0);
     CHECK(fast.ms.min <= fast.ms.median);
     CHECK(fast.ms.median <= fast.ms.max);
+  }
+
+  TEST_CASE("max_nan and max_nan_1op agree on every pair of special values; combine on the GPU as on the host") {
+    const std::vector<float> v = {0.f, -0.f, 1.f, -1.f, 3e38f, -3e38f, INFINITY, -INFINITY, NAN};
+    std::vector<float> a, b;
+    for (float x : v)
+      for (float y : v) a.push_back(x), b.push_back(y);
+    const int n = static_cast<int>(a.size());
+    kl::DeviceBuffer<float> da(a), db(b), cs(n), oo(n), cb(n);
+    max_probe<<<1, 1>>>(da.data(), db.data(), n, cs.data(), oo.data(), cb.data());
+    CUDA_CHECK_LAUNCH();
+    const auto c = cs.download(), o = oo.download(), comb = cb.download();
+    for (int i = 0; i < n; ++i) {
+      CAPTURE(a[i]);
+      CAPTURE(b[i]);
+      const float want = kl::max_nan(a[i], b[i]);
+      CHECK(std::isnan(c[i]) == std::isnan(want));
+      CHECK(std::isnan(o[i]) == std::isnan(want));
+      if (!std::isnan(want)) {
+        CHECK(c[i] == want);
+        CHECK(o[i] == want);
+      }
+      const float host = kl::combine({a[i], 1.f}, {b[i], 2.f}).s;
+      CHECK(std::isnan(comb[i]) == std::isnan(host));
+      if (!std::isnan(host)) CHECK(comb[i] == doctest::Approx(host).epsilon(1e-6));
+    }
   }
 
   TEST_CASE("warp and block all-reduce: every lane gets the sum and the NaN-propagating max") {

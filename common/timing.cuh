@@ -41,7 +41,8 @@ void replay_once(cudaStream_t stream, Launch&& launch) {
 // that holds only clean lines: no write-backs land inside the timed region.
 static __global__ void flush_l2_kernel(const float4* buf, std::size_t n, float* sink) {
   float acc = 0.f;
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n; i += std::size_t{gridDim.x} * blockDim.x) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x) {
     const float4 v = buf[i];
     acc += v.x + v.y + v.z + v.w;
   }
@@ -49,9 +50,9 @@ static __global__ void flush_l2_kernel(const float4* buf, std::size_t n, float* 
 }
 
 struct TimingOptions {
-  int reps = 30;                   // repetitions for a step
-  double slow_ms = 200.0;          // a step slower than this gets only 3 repetitions
-  double graph_below_ms = 0.1;     // a step faster than this is timed by graph replay
+  int reps = 30;                // repetitions for a step
+  double slow_ms = 200.0;       // a step slower than this gets only 3 repetitions
+  double graph_below_ms = 0.1;  // a step faster than this is timed by graph replay
 };
 
 struct Timing {

@@ -2,10 +2,10 @@
 // solution01_test). The kernel must sum every element, whatever the grid, exactly on whole numbers.
 #include <doctest/doctest.h>
 
+#include <reduce_exercise.cuh>  // exercises/ or solutions/, by include path
 #include "common/random.hpp"
 #include "common/reference.hpp"
 #include "lessons/01_naive_reduction/reduce.cuh"
-#include <reduce_exercise.cuh>  // exercises/ or solutions/, by include path
 
 namespace {
 float run_exercise(const std::vector<float>& host) {

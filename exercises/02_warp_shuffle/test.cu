@@ -6,10 +6,10 @@
 #include <cstdlib>
 #include <vector>
 
+#include <warp_reduce_exercise.cuh>  // exercises/ or solutions/, by include path
 #include "common/random.hpp"
 #include "common/reference.hpp"
 #include "lessons/02_warp_shuffle/reduce.cuh"
-#include <warp_reduce_exercise.cuh>  // exercises/ or solutions/, by include path
 
 namespace {
 
@@ -31,8 +31,8 @@ float run_sum(const std::vector<float>& host) {
   kl::DeviceBuffer<float> out(1);
   out.poison();
   CUDA_CHECK(cudaMemset(out.data(), 0, sizeof(float)));
-  sum_with_exercise<<<lesson02::blocks_for(host.size(), 1, kl::sm_count()), lesson02::kBlock>>>(
-      x.data(), host.size(), out.data());
+  sum_with_exercise<<<lesson02::blocks_for(host.size(), 1, kl::sm_count()), lesson02::kBlock>>>(x.data(), host.size(),
+                                                                                                out.data());
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaDeviceSynchronize());
   return out.download(1)[0];

@@ -17,6 +17,4 @@
 #pragma once
 #include "common/warp.cuh"  // kl::kFullMask
 
-__device__ inline float warp_reduce_sum(float v) {
-  return v;
-}
+__device__ inline float warp_reduce_sum(float v) { return v; }

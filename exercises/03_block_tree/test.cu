@@ -6,10 +6,10 @@
 
 #include <cstring>
 
+#include <sequential_exercise.cuh>  // exercises/ or solutions/, by include path
 #include "common/random.hpp"
 #include "common/reference.hpp"
 #include "lessons/03_block_tree/block_tree.cuh"
-#include <sequential_exercise.cuh>  // exercises/ or solutions/, by include path
 
 namespace {
 

@@ -34,7 +34,7 @@ __global__ void softmax_online_exercise(const float* x, float* y, std::int64_t r
   kl::MaxSum acc{-INFINITY, 0.f};
   for (int c = lane; c < cols; c += 32) acc = combine_exercise(acc, {xr[c], 1.f});
   for (int offset = 16; offset > 0; offset /= 2)
-    acc = combine_exercise(acc, {__shfl_xor_sync(kl::kFullMask, acc.m, offset),
-                                 __shfl_xor_sync(kl::kFullMask, acc.s, offset)});
+    acc = combine_exercise(
+        acc, {__shfl_xor_sync(kl::kFullMask, acc.m, offset), __shfl_xor_sync(kl::kFullMask, acc.s, offset)});
   for (int c = lane; c < cols; c += 32) yr[c] = kl::fast_exp(xr[c] - acc.m) / acc.s;
 }

@@ -6,10 +6,10 @@
 #include <cmath>
 #include <vector>
 
+#include <online_combine.cuh>  // exercises/ or solutions/, by include path
 #include "common/buffer.cuh"
 #include "common/random.hpp"
 #include "lessons/04_online_softmax/problem.cuh"
-#include <online_combine.cuh>  // exercises/ or solutions/, by include path
 
 namespace {
 

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <vector>
 
+#include <topk_insert.cuh>  // exercises/ or solutions/, by include path
 #include "common/random.hpp"
 #include "lessons/05_topk_fusion/problem.cuh"
-#include <topk_insert.cuh>  // exercises/ or solutions/, by include path
 
 namespace {
 

@@ -7,10 +7,10 @@
 #include <array>
 #include <vector>
 
+#include <double_buffer.cuh>  // exercises/ or solutions/, by include path
 #include "common/buffer.cuh"
 #include "common/random.hpp"
 #include "lessons/06_tiled_gemm/parts.cuh"
-#include <double_buffer.cuh>  // exercises/ or solutions/, by include path
 
 namespace {
 
@@ -47,7 +47,11 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE("exercise 06: matches the float64 reference, tails and padding included") {
-    for (auto [m, n, k] : {std::array<int, 3>{1, 1, 1}, {128, 128, 8}, {128, 128, 16}, {129, 255, 17}, {300, 200, 1000},
+    for (auto [m, n, k] : {std::array<int, 3>{1, 1, 1},
+                           {128, 128, 8},
+                           {128, 128, 16},
+                           {129, 255, 17},
+                           {300, 200, 1000},
                            {513, 130, 7}}) {
       check_exercise(m, n, k, 0);
       check_exercise(m, n, k, 3);

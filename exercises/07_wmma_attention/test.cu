@@ -6,9 +6,9 @@
 
 #include <vector>
 
+#include <softmax_two_rows.cuh>  // exercises/ or solutions/, by include path
 #include "common/random.hpp"
 #include "lessons/07_wmma_attention/attention.cuh"
-#include <softmax_two_rows.cuh>  // exercises/ or solutions/, by include path
 
 namespace {
 

@@ -14,11 +14,14 @@ namespace lesson01 {
 // {name, idea, {launcher, deterministic, one accumulator}, library}
 inline const std::vector<kl::SumStep> kSteps = {
     {"one_thread", "one thread reads and adds all n values", {launch_one_thread, true, true}},
-    {"atomic_per_element", "every thread atomicAdds its element into the result (float atomics: last bits vary)",
+    {"atomic_per_element",
+     "every thread atomicAdds its element into the result (float atomics: last bits vary)",
      {launch_atomic_per_element, false, true}},
-    {"grid_stride", "grid-stride partial per thread, one atomicAdd per thread (float atomics: last bits vary)",
+    {"grid_stride",
+     "grid-stride partial per thread, one atomicAdd per thread (float atomics: last bits vary)",
      {launch_grid_stride, false}},
-    {"block_atomic", "shared-memory block sum, one atomicAdd per block (float atomics: last bits vary)",
+    {"block_atomic",
+     "shared-memory block sum, one atomicAdd per block (float atomics: last bits vary)",
      {launch_block_atomic, false}},
     {"cub", "cub::DeviceReduce::Sum", {kl::launch_cub_sum, true}, true},
 };

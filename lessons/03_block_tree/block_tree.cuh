@@ -23,18 +23,22 @@ namespace lesson03 {
 
 // {name, idea, {launcher, deterministic}, library}. No float atomics anywhere: every step is deterministic.
 inline const std::vector<kl::SumStep> kSteps = {
-    {"interleaved_divergent", "smem tree, tid % (2*stride) == 0: divergent warps",
+    {"interleaved_divergent",
+     "smem tree, tid % (2*stride) == 0: divergent warps",
      {launch_interleaved_divergent, true}},
-    {"interleaved_strided", "smem tree, index = 2*stride*tid: no divergence, bank conflicts",
+    {"interleaved_strided",
+     "smem tree, index = 2*stride*tid: no divergence, bank conflicts",
      {launch_interleaved_strided, true}},
     {"sequential", "smem tree, s[t] += s[t + half]: no bank conflicts", {launch_sequential, true}},
     {"first_add_on_load", "each thread loads and adds two elements first", {launch_first_add_on_load, true}},
     {"unrolled_last_warp", "last 64 values: warp shuffles, no __syncthreads", {launch_unrolled_last_warp, true}},
     {"unrolled", "block size a template parameter: the tree fully unrolled", {launch_unrolled, true}},
     {"many_per_thread", "grid fills the GPU once; grid-stride float4 loads", {launch_many_per_thread, true}},
-    {"two_pass", "4 float4 loads in flight, warp->block reduce, 2nd kernel",
+    {"two_pass",
+     "4 float4 loads in flight, warp->block reduce, 2nd kernel",
      {launch_two_pass<kl::SumOp, Identity>, true}},
-    {"single_pass", "as two_pass; the last block reduces the partials",
+    {"single_pass",
+     "as two_pass; the last block reduces the partials",
      {launch_single_pass<kl::SumOp, Identity>, true}},
     {"cub", "cub::DeviceReduce::Sum", {kl::launch_cub_sum, true}, true},
 };
@@ -49,9 +53,9 @@ inline std::vector<kl::Row> other_operations(std::size_t n, kl::Timer& timer, in
   kl::DeviceBuffer<float> out(1);
   Scratch scratch;
   std::vector<kl::Row> rows;
-  for (const OpCase& c : op_cases(host, launch_single_pass<kl::MaxOp, Identity>,
-                                  launch_single_pass<kl::SumOp, SquareThenSqrt>,
-                                  launch_single_pass<kl::SumOp, DivideByCount>)) {
+  for (const OpCase& c :
+       op_cases(host, launch_single_pass<kl::MaxOp, Identity>, launch_single_pass<kl::SumOp, SquareThenSqrt>,
+                launch_single_pass<kl::SumOp, DivideByCount>)) {
     auto launch = [&](cudaStream_t s) { c.launch(x.data(), n, out.data(), scratch, s); };
     kl::Row row{"op", std::string("single_pass ") + c.name, "f32", "n=" + std::to_string(n)};
     row.bytes = 4.0 * n;

@@ -63,9 +63,16 @@ void check_operations(const Family& f, const std::vector<float>& host, std::size
 }  // namespace
 
 TEST_CASE("the step table: the ladder's names in climbing order, deterministic, one library baseline last") {
-  const char* ladder[] = {"interleaved_divergent", "interleaved_strided", "sequential", "first_add_on_load",
-                          "unrolled_last_warp",    "unrolled",            "many_per_thread", "two_pass",
-                          "single_pass",           "cub"};
+  const char* ladder[] = {"interleaved_divergent",
+                          "interleaved_strided",
+                          "sequential",
+                          "first_add_on_load",
+                          "unrolled_last_warp",
+                          "unrolled",
+                          "many_per_thread",
+                          "two_pass",
+                          "single_pass",
+                          "cub"};
   kl::sum_checks::step_table(kSteps);
   REQUIRE(std::size(kSteps) == std::size(ladder));
   for (std::size_t i = 0; i < std::size(kSteps); ++i) {
@@ -102,9 +109,9 @@ TEST_CASE("pass_grids: steps 1-7 repeat the kernel on the partials until one blo
   using lesson03::pass_grids;
   using V = std::vector<std::size_t>;
   CHECK(pass_grids(std::size_t{1} << 28, 256, kNoLimit) == V{1 << 20, 4096, 16, 1});  // steps 1-3
-  CHECK(pass_grids(std::size_t{1} << 28, 512, kNoLimit) == V{1 << 19, 1024, 2, 1});  // steps 4-6
-  CHECK(pass_grids(std::size_t{1} << 28, 1024, 1056) == V{1056, 2, 1});                // step 7, 1056 blocks at once
-  CHECK(pass_grids(0, 256, kNoLimit) == V{1});  // n = 0: one block writes 0
+  CHECK(pass_grids(std::size_t{1} << 28, 512, kNoLimit) == V{1 << 19, 1024, 2, 1});   // steps 4-6
+  CHECK(pass_grids(std::size_t{1} << 28, 1024, 1056) == V{1056, 2, 1});               // step 7, 1056 blocks at once
+  CHECK(pass_grids(0, 256, kNoLimit) == V{1});                                        // n = 0: one block writes 0
   CHECK(pass_grids(256, 256, kNoLimit) == V{1});
   CHECK(pass_grids(257, 256, kNoLimit) == V{2, 1});
 }

@@ -20,8 +20,9 @@ int main(int argc, char** argv) {
   };
   lesson.dtypes = {"f32", "f16", "bf16"};
   lesson.sweep_help = "run K = 32 ... 131072 (powers of two) and 1000, 4097, 50257, each with M = 2^26 / K";
-  lesson.notes = "Loads and stores in the dtype, arithmetic in f32.\n"
-                 "Bytes counted: M * K elements read + M * K written.\n";
+  lesson.notes =
+      "Loads and stores in the dtype, arithmetic in f32.\n"
+      "Bytes counted: M * K elements read + M * K written.\n";
   lesson.slow_ms = 20.0;  // step 1 at long rows: three repetitions are enough (NOTES.md)
   lesson.shapes = [&](const kl::Args& a) {
     dtype = a.dtype;

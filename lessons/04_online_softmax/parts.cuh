@@ -118,11 +118,17 @@ __device__ __forceinline__ void for_my_packs(const RowPacks<Pack>& r, F&& f) {
 template <int Bytes>
 struct PackWord;
 template <>
-struct PackWord<2> { using type = unsigned short; };
+struct PackWord<2> {
+  using type = unsigned short;
+};
 template <>
-struct PackWord<4> { using type = unsigned; };
+struct PackWord<4> {
+  using type = unsigned;
+};
 template <>
-struct PackWord<16> { using type = uint4; };
+struct PackWord<16> {
+  using type = uint4;
+};
 
 // The output store of steps 3-6: N floats narrowed to T and written to global memory with one store
 // instruction, __stwb (st.global.wb, the ordinary store) of a word as wide as the pack. kl::store_pack

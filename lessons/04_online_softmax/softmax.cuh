@@ -117,8 +117,7 @@ inline int fullest_block(const std::array<int, 4>& blocks_per_sm) {
 template <class T, int Pack>
 void launch_cached_t(const Problem& p, cudaStream_t s) {
   const std::size_t smem = cache_bytes<T, Pack>(p.cols);
-  const std::array<int, 4> per_sm = {cached_blocks_per_sm<T, Pack, 128>(smem),
-                                     cached_blocks_per_sm<T, Pack, 256>(smem),
+  const std::array<int, 4> per_sm = {cached_blocks_per_sm<T, Pack, 128>(smem), cached_blocks_per_sm<T, Pack, 256>(smem),
                                      cached_blocks_per_sm<T, Pack, 512>(smem),
                                      cached_blocks_per_sm<T, Pack, 1024>(smem)};
   const int i = fullest_block(per_sm);
@@ -290,13 +289,17 @@ using SoftmaxStep = kl::Step<Launch>;
 
 inline constexpr SoftmaxStep kSteps[] = {
     {"three_kernels", "max, sum of exp, normalise: three kernels, one thread per row", {launch_three_kernels, always}},
-    {"warp_per_row", "a warp per row, the row in registers, 16-byte packs, shuffles",
+    {"warp_per_row",
+     "a warp per row, the row in registers, 16-byte packs, shuffles",
      {launch_warp_per_row, warp_support}},
     {"block_cached", "a block per row, the row cached in shared memory", {launch_block_cached, cached_support}},
     {"block_uncached", "a block per row, three passes over global memory", {launch_block_uncached, always}},
     {"online", "a block per row, running (max, sum): two passes over global memory", {launch_online, always}},
-    {"cluster", "a cluster of CTAs per row, partial (max, sum) via DSMEM (sm_90)", {launch_cluster, cluster_support},
-     false, 90},
+    {"cluster",
+     "a cluster of CTAs per row, partial (max, sum) via DSMEM (sm_90)",
+     {launch_cluster, cluster_support},
+     false,
+     90},
     {"dispatch", "picks step 2, 3, 5 or 6 by row length, dtype and pack", {launch_dispatch, always}},
     {"cudnn", "cudnnSoftmaxForward (ACCURATE, INSTANCE)", {launch_cudnn, cudnn_support}, true},
 };
@@ -330,9 +333,10 @@ void softmax(const T* x, T* y, std::int64_t rows, std::int64_t cols, float scale
 // The line under the limits: how the error is measured and when a step passes, for the run's dtype.
 inline void print_error_line(Dtype dtype) {
   const Tolerance tol = tolerance(dtype);
-  std::printf("error:  max |y - ref| / (|ref| + %.0e), ref = float64 softmax; passes at <= %.1e;  "
-              "[g] = CUDA-graph replay\n",
-              tol.abs / tol.rel, tol.rel);
+  std::printf(
+      "error:  max |y - ref| / (|ref| + %.0e), ref = float64 softmax; passes at <= %.1e;  "
+      "[g] = CUDA-graph replay\n",
+      tol.abs / tol.rel, tol.rel);
 }
 
 // One shape in one dtype: fresh inputs rounded to T, the float64 reference, then the chosen steps

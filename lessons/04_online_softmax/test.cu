@@ -17,9 +17,9 @@
 #include "common/random.hpp"
 #include "lessons/04_online_softmax/softmax.cuh"
 
+using kl::MaxSum;
 using lesson04::Dtype;
 using lesson04::kSteps;
-using kl::MaxSum;
 
 namespace {
 
@@ -115,8 +115,8 @@ void check_all_steps(const std::vector<float>& xq, std::int64_t rows, std::int64
 // shared memory (step 3's limit) and than a cluster (step 6's); KL_SANITIZE=1 keeps small ones.
 std::vector<std::pair<std::int64_t, std::int64_t>> test_shapes() {
   if (std::getenv("KL_SANITIZE")) return {{1, 1}, {5, 31}, {33, 33}, {9, 1000}, {3, 4097}, {2, 20000}};
-  return {{1, 1},     {3, 1},    {1, 7},     {5, 31},    {64, 32},    {33, 33},    {7, 100},
-          {9, 1000},  {4, 1024}, {3, 2047},  {5, 2048},  {3, 4097},   {300, 4096}, {2, 8192},
+  return {{1, 1},     {3, 1},     {1, 7},     {5, 31},    {64, 32},    {33, 33},    {7, 100},
+          {9, 1000},  {4, 1024},  {3, 2047},  {5, 2048},  {3, 4097},   {300, 4096}, {2, 8192},
           {3, 12345}, {2, 16384}, {2, 50257}, {2, 65536}, {1, 131072}, {2, 300000}, {1, 600001}};
 }
 
@@ -140,8 +140,8 @@ __global__ void exp_probe(const float* x, int n, float* fast, float* accurate) {
 }
 
 // A few shapes that reach every step and both pack paths, for the special-value cases.
-const std::vector<std::pair<std::int64_t, std::int64_t>> kSpecialShapes = {{4, 1},    {4, 7},     {6, 33},
-                                                                          {4, 1000}, {3, 4097}, {3, 65536}};
+const std::vector<std::pair<std::int64_t, std::int64_t>> kSpecialShapes = {{4, 1},    {4, 7},    {6, 33},
+                                                                           {4, 1000}, {3, 4097}, {3, 65536}};
 
 }  // namespace
 
@@ -193,8 +193,8 @@ TEST_CASE("combine: merging two parts equals the (max, sum) of their union, in a
   std::vector<float> both = a;
   both.insert(both.end(), b.begin(), b.end());
   const MaxSum want = direct_stats(both);
-  for (const MaxSum got : {kl::combine(direct_stats(a), direct_stats(b)),
-                           kl::combine(direct_stats(b), direct_stats(a))}) {
+  for (const MaxSum got :
+       {kl::combine(direct_stats(a), direct_stats(b)), kl::combine(direct_stats(b), direct_stats(a))}) {
     CHECK(got.m == want.m);
     CHECK(got.s == doctest::Approx(want.s).epsilon(1e-6));
   }
@@ -260,7 +260,7 @@ TEST_CASE("the block steps' pack: 16 bytes for any K while x and y are misaligne
     return got;
   };
   CHECK(block_pack(buf, buf + 32, 4096, Dtype::f32) == 4);
-  CHECK(block_pack(buf, buf + 32, 4097, Dtype::f32) == 4);   // odd K: single elements at the row ends only
+  CHECK(block_pack(buf, buf + 32, 4097, Dtype::f32) == 4);  // odd K: single elements at the row ends only
   CHECK(block_pack(buf + 1, buf + 33, 50257, Dtype::f32) == 4);
   CHECK(block_pack(buf + 1, buf + 32, 4096, Dtype::f32) == 1);
   CHECK(block_pack(buf, buf + 32, 50257, Dtype::f16) == 8);
@@ -319,26 +319,26 @@ TEST_CASE("the dispatcher: registers, then shared memory, then a cluster, online
   CHECK(choose_step(2048, Dtype::f32, 4, kH100) == 2);
   CHECK(choose_step(4096, Dtype::f32, 4, kH100) == 3);
   CHECK(choose_step(8192, Dtype::f32, 4, kH100) == 3);
-  CHECK(choose_step(16384, Dtype::f32, 4, kH100) == 3);   // 64 KiB: still the cache in f32
+  CHECK(choose_step(16384, Dtype::f32, 4, kH100) == 3);  // 64 KiB: still the cache in f32
   CHECK(choose_step(16385, Dtype::f32, 1, kH100) == 6);
   CHECK(choose_step(32768, Dtype::f32, 4, kH100) == 6);
   CHECK(choose_step(131072, Dtype::f32, 4, kH100) == 6);
   CHECK(choose_step(2048, Dtype::f16, 8, kH100) == 2);
-  CHECK(choose_step(4096, Dtype::f16, 8, kH100) == 3);    // the cache
-  CHECK(choose_step(16384, Dtype::f16, 8, kH100) == 3);   // 32 KiB
+  CHECK(choose_step(4096, Dtype::f16, 8, kH100) == 3);   // the cache
+  CHECK(choose_step(16384, Dtype::f16, 8, kH100) == 3);  // 32 KiB
   CHECK(choose_step(16384, Dtype::bf16, 8, kH100) == 3);
-  CHECK(choose_step(32768, Dtype::f16, 8, kH100) == 6);   // 64 KiB: a cluster in 16-bit types
+  CHECK(choose_step(32768, Dtype::f16, 8, kH100) == 6);  // 64 KiB: a cluster in 16-bit types
   CHECK(choose_step(4097, Dtype::f16, 1, kH100) == 3);
   CHECK(choose_step(12345, Dtype::f16, 1, kH100) == 3);
   CHECK(choose_step(1000, Dtype::f32, 1, kH100) == 2);
-  CHECK(choose_step(1025, Dtype::f32, 1, kH100) == 3);    // narrow packs leave registers at 1024
-  CHECK(choose_step(2048, Dtype::f16, 1, kH100) == 3);    // unaligned: scalar loads, leave registers sooner
+  CHECK(choose_step(1025, Dtype::f32, 1, kH100) == 3);  // narrow packs leave registers at 1024
+  CHECK(choose_step(2048, Dtype::f16, 1, kH100) == 3);  // unaligned: scalar loads, leave registers sooner
   CHECK(choose_step(2048, Dtype::f32, 2, kH100) == 3);
   CHECK(choose_step(4097, Dtype::f32, 1, kH100) == 3);
   CHECK(choose_step(50257, Dtype::f32, 1, kH100) == 6);
   CHECK(choose_step(50257, Dtype::f16, 1, kH100) == 6);
   CHECK(choose_step(600001, Dtype::f32, 1, kH100) == 5);
-  CHECK(choose_step(32768, Dtype::f32, 4, kA100) == 3);   // no clusters: the cache while it fits
+  CHECK(choose_step(32768, Dtype::f32, 4, kA100) == 3);  // no clusters: the cache while it fits
   CHECK(choose_step(65536, Dtype::f32, 4, kA100) == 5);
   for (int k : {1, 100, 4096, 8192, 50257, 131072, 600001})
     for (Dtype d : {Dtype::f32, Dtype::f16}) CHECK(choose_step(k, d, 4, kH100) != 4);  // step 4 never wins

@@ -18,8 +18,9 @@ int main(int argc, char** argv) {
   lesson.sweep_help =
       "R = 4096 with V in {32000, 50257, 128256} x K in {1, 10, 50}, K = 2 ... 64 at\n"
       "               V = 50257, and the decode case R = 8, V = 128256, K = 50";
-  lesson.notes = "Logits are loaded in the dtype, arithmetic and results are f32.\n"
-                 "Bytes counted (the floor): R * V logits read once + R * K (probability, index) pairs written.\n";
+  lesson.notes =
+      "Logits are loaded in the dtype, arithmetic and results are f32.\n"
+      "Bytes counted (the floor): R * V logits read once + R * K (probability, index) pairs written.\n";
   lesson.slow_ms = 20.0;  // step 1 takes tens of ms at V = 128256: three repetitions are enough
   lesson.shapes = lesson05::shapes;
   lesson.device_bytes = [](const lesson05::Shape& sh, const kl::Args& a) {

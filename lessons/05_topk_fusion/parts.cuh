@@ -46,13 +46,27 @@ inline int round_k(int k) {
 template <class F>
 void with_kc(int k, F&& f) {
   switch (round_k(k)) {
-    case 1: f(std::integral_constant<int, 1>{}); break;
-    case 2: f(std::integral_constant<int, 2>{}); break;
-    case 4: f(std::integral_constant<int, 4>{}); break;
-    case 8: f(std::integral_constant<int, 8>{}); break;
-    case 16: f(std::integral_constant<int, 16>{}); break;
-    case 32: f(std::integral_constant<int, 32>{}); break;
-    default: f(std::integral_constant<int, 64>{}); break;
+    case 1:
+      f(std::integral_constant<int, 1>{});
+      break;
+    case 2:
+      f(std::integral_constant<int, 2>{});
+      break;
+    case 4:
+      f(std::integral_constant<int, 4>{});
+      break;
+    case 8:
+      f(std::integral_constant<int, 8>{});
+      break;
+    case 16:
+      f(std::integral_constant<int, 16>{});
+      break;
+    case 32:
+      f(std::integral_constant<int, 32>{});
+      break;
+    default:
+      f(std::integral_constant<int, 64>{});
+      break;
   }
 }
 
@@ -117,8 +131,8 @@ __device__ __forceinline__ void add_to_sum(float& m, float& s, float x) {
 __device__ __forceinline__ void warp_stats(float& m, float& s) {
   if (s != s) m = s;
   for (int offset = 16; offset > 0; offset /= 2) {
-    const kl::MaxSum r = kl::combine({m, s}, {__shfl_xor_sync(kl::kFullMask, m, offset),
-                                              __shfl_xor_sync(kl::kFullMask, s, offset)});
+    const kl::MaxSum r =
+        kl::combine({m, s}, {__shfl_xor_sync(kl::kFullMask, m, offset), __shfl_xor_sync(kl::kFullMask, s, offset)});
     m = r.m;
     s = r.s;
   }
@@ -233,10 +247,18 @@ __device__ __forceinline__ int sort_candidates(Key* buf, int count, int k, int l
   while (n < count) n *= 2;
   for (int i = count + lane; i < n; i += 32) buf[i] = 0;
   switch (n) {
-    case 64: warp_sort<64>(buf, lane); break;
-    case 128: warp_sort<128>(buf, lane); break;
-    case 256: warp_sort<256>(buf, lane); break;
-    default: warp_sort<512>(buf, lane); break;  // no buffer holds more than 512 keys
+    case 64:
+      warp_sort<64>(buf, lane);
+      break;
+    case 128:
+      warp_sort<128>(buf, lane);
+      break;
+    case 256:
+      warp_sort<256>(buf, lane);
+      break;
+    default:
+      warp_sort<512>(buf, lane);
+      break;  // no buffer holds more than 512 keys
   }
   return min(count, k);
 }

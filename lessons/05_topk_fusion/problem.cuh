@@ -60,9 +60,9 @@ inline void validate(const Problem& p) {
 struct Reference {
   std::int64_t rows = 0;
   int vocab = 0, k = 0;
-  std::vector<double> m, s;     // per row: max, sum of e^(x - max)
-  std::vector<int> idx;         // rows x k
-  std::vector<double> prob;     // rows x k
+  std::vector<double> m, s;  // per row: max, sum of e^(x - max)
+  std::vector<int> idx;      // rows x k
+  std::vector<double> prob;  // rows x k
 
   double p(const std::vector<float>& x, std::int64_t row, int i) const {
     return std::exp(static_cast<double>(x[row * vocab + i]) - m[row]) / s[row];
@@ -116,7 +116,7 @@ struct Tolerance {
 };
 
 inline Tolerance tolerance(Dtype written) {
-  if (written == Dtype::f16) return {2e-3, 1e-7};   // 2^-11 rounding, subnormals below 6e-5
+  if (written == Dtype::f16) return {2e-3, 1e-7};      // 2^-11 rounding, subnormals below 6e-5
   if (written == Dtype::bf16) return {1.6e-2, 1e-30};  // 2^-8 rounding
   return {1e-4, 1e-30};
 }

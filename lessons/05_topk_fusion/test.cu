@@ -83,8 +83,8 @@ void check_all_steps(const std::vector<float>& xq, std::int64_t rows, int vocab,
 // 4- or 8-element pack), vocabularies, the longest V the issue names; KL_SANITIZE=1 keeps small ones.
 std::vector<std::pair<std::int64_t, int>> test_shapes() {
   if (std::getenv("KL_SANITIZE")) return {{1, 1}, {3, 31}, {9, 33}, {4, 1000}, {2, 4097}, {2, 9001}};
-  return {{1, 1},     {3, 2},     {5, 31},     {7, 33},     {64, 100},   {9, 1000},   {4, 1024},
-          {300, 4096}, {3, 4097}, {2, 12345}, {3, 32000}, {3, 50257}, {2, 65536}, {1, 128256}, {2, 262144}};
+  return {{1, 1},    {3, 2},     {5, 31},    {7, 33},    {64, 100},  {9, 1000},   {4, 1024},  {300, 4096},
+          {3, 4097}, {2, 12345}, {3, 32000}, {3, 50257}, {2, 65536}, {1, 128256}, {2, 262144}};
 }
 
 std::vector<int> test_ks(int vocab) {
@@ -123,7 +123,7 @@ TEST_CASE("the step table: unique names, unfused first, the dispatcher last") {
   for (std::size_t i = 1; i < std::size(kSteps); ++i) CHECK(kSteps[i].launch.fused);
   CHECK(std::string(kSteps[lesson05::kDispatchStep - 1].name) == "dispatch");
   for (std::size_t i = 0; i < std::size(kSteps); ++i) {
-    CHECK_FALSE(kSteps[i].library);  // step 1 is the ladder's first step, labelled "1" in the CSV
+    CHECK_FALSE(kSteps[i].library);                  // step 1 is the ladder's first step, labelled "1" in the CSV
     CHECK(kSteps[i].needs_sm == (i >= 3 ? 80 : 0));  // steps 4-7 use __reduce_add_sync
   }
 }
@@ -209,10 +209,10 @@ TEST_CASE("reference: sorted descending, ties by the lower index, probabilities 
 
 TEST_CASE("reference: NaN ranks first and makes the row NaN, -inf ranks last with p = 0, only -inf is NaN") {
   const float inf = INFINITY;
-  const std::vector<float> x = {1.f, NAN, 2.f, NAN,                 // row 0: NaN positions first
-                                -inf, 1.f, -inf, -inf,             // row 1: one finite value
-                                -inf, -inf, -inf, -inf,            // row 2: only -inf
-                                0.f, inf, 5.f, 1.f};               // row 3: +inf
+  const std::vector<float> x = {1.f,  NAN,  2.f,  NAN,   // row 0: NaN positions first
+                                -inf, 1.f,  -inf, -inf,  // row 1: one finite value
+                                -inf, -inf, -inf, -inf,  // row 2: only -inf
+                                0.f,  inf,  5.f,  1.f};  // row 3: +inf
   const lesson05::Reference ref = lesson05::reference(x, 4, 4, 3);
   CHECK(ref.idx == std::vector<int>{1, 3, 2, /**/ 1, 0, 2, /**/ 0, 1, 2, /**/ 1, 2, 3});
   for (int j = 0; j < 3; ++j) CHECK(std::isnan(ref.prob[j]));

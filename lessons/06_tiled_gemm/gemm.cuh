@@ -35,18 +35,36 @@ void with_epilogue(const Problem& p, F&& f) {
   };
   const auto with_act = [&](auto b) {
     switch (p.act) {
-      case Act::relu: with_c(b, std::integral_constant<Act, Act::relu>{}); break;
-      case Act::leaky: with_c(b, std::integral_constant<Act, Act::leaky>{}); break;
-      case Act::gelu_tanh: with_c(b, std::integral_constant<Act, Act::gelu_tanh>{}); break;
-      case Act::gelu_erf: with_c(b, std::integral_constant<Act, Act::gelu_erf>{}); break;
-      default: with_c(b, std::integral_constant<Act, Act::none>{}); break;
+      case Act::relu:
+        with_c(b, std::integral_constant<Act, Act::relu>{});
+        break;
+      case Act::leaky:
+        with_c(b, std::integral_constant<Act, Act::leaky>{});
+        break;
+      case Act::gelu_tanh:
+        with_c(b, std::integral_constant<Act, Act::gelu_tanh>{});
+        break;
+      case Act::gelu_erf:
+        with_c(b, std::integral_constant<Act, Act::gelu_erf>{});
+        break;
+      default:
+        with_c(b, std::integral_constant<Act, Act::none>{});
+        break;
     }
   };
   switch (p.bias_kind) {
-    case Bias::m: with_act(std::integral_constant<Bias, Bias::m>{}); break;
-    case Bias::n: with_act(std::integral_constant<Bias, Bias::n>{}); break;
-    case Bias::full: with_act(std::integral_constant<Bias, Bias::full>{}); break;
-    default: with_act(std::integral_constant<Bias, Bias::none>{}); break;
+    case Bias::m:
+      with_act(std::integral_constant<Bias, Bias::m>{});
+      break;
+    case Bias::n:
+      with_act(std::integral_constant<Bias, Bias::n>{});
+      break;
+    case Bias::full:
+      with_act(std::integral_constant<Bias, Bias::full>{});
+      break;
+    default:
+      with_act(std::integral_constant<Bias, Bias::none>{});
+      break;
   }
 }
 
@@ -230,16 +248,23 @@ inline void launch_tuned(const Problem& p, Workspace& ws, cudaStream_t s) { laun
 inline const std::vector<GemmStep> kSteps = {
     {"naive", "one thread per D element, A and B from global memory", {plain_step<launch_naive>}},
     {"smem_tiles", "32x32 shared-memory tiles, coalesced loads", {plain_step<launch_smem_tiles>}},
-    {"register_tile", "128x128x16 block tile, 8x8 outputs per thread as outer products",
+    {"register_tile",
+     "128x128x16 block tile, 8x8 outputs per thread as outer products",
      {plain_step<launch_register_tile>}},
     {"vector", "16-byte loads, A transposed + padded in shared memory", {plain_step<launch_vector>}},
-    {"double_buffer", "two shared-memory stages: next tile's loads overlap this tile's FMAs",
+    {"double_buffer",
+     "two shared-memory stages: next tile's loads overlap this tile's FMAs",
      {plain_step<launch_double_buffer>}},
     {"warp_tiled",
      "warp tiles of 4x4 quadrants, 3-stage cp.async, fragments read ahead, tuned 128x256x16 tiles, 8x8 a thread",
-     {launch_tuned}, false, 80},
-    {"fused_epilogue", "step 6 + bias and activation in the kernel (template per epilogue)", {launch_fused, true},
-     false, 80},
+     {launch_tuned},
+     false,
+     80},
+    {"fused_epilogue",
+     "step 6 + bias and activation in the kernel (template per epilogue)",
+     {launch_fused, true},
+     false,
+     80},
     {"cublas", "cublasSgemm, FP32 (no TF32)", {launch_cublas}, true},
     {"cublas+epilogue", "cublasSgemm + a bias/activation kernel (unfused)", {launch_cublas_epilogue, true}, true},
 };

@@ -35,17 +35,29 @@ struct Runtime {
     float v = p.alpha * acc;
     if (p.beta != 0.f) v = fmaf(p.beta, p.c[std::int64_t{m} * p.ldc + n], v);
     switch (p.bias_kind) {
-      case Bias::m: v += bias_at<Bias::m>(p, m, n); break;
-      case Bias::n: v += bias_at<Bias::n>(p, m, n); break;
-      case Bias::full: v += bias_at<Bias::full>(p, m, n); break;
-      default: break;
+      case Bias::m:
+        v += bias_at<Bias::m>(p, m, n);
+        break;
+      case Bias::n:
+        v += bias_at<Bias::n>(p, m, n);
+        break;
+      case Bias::full:
+        v += bias_at<Bias::full>(p, m, n);
+        break;
+      default:
+        break;
     }
     switch (p.act) {
-      case Act::relu: return activate<Act::relu>(v, p.slope);
-      case Act::leaky: return activate<Act::leaky>(v, p.slope);
-      case Act::gelu_tanh: return activate<Act::gelu_tanh>(v, p.slope);
-      case Act::gelu_erf: return activate<Act::gelu_erf>(v, p.slope);
-      default: return v;
+      case Act::relu:
+        return activate<Act::relu>(v, p.slope);
+      case Act::leaky:
+        return activate<Act::leaky>(v, p.slope);
+      case Act::gelu_tanh:
+        return activate<Act::gelu_tanh>(v, p.slope);
+      case Act::gelu_erf:
+        return activate<Act::gelu_erf>(v, p.slope);
+      default:
+        return v;
     }
   }
 };

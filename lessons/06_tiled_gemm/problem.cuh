@@ -146,11 +146,16 @@ constexpr double kCpuReferenceBelow = 1 << 25;  // M*N*K: above this the float64
 
 inline double activate_ref(Act act, double x, double slope) {
   switch (act) {
-    case Act::relu: return x < 0 ? 0.0 : x;
-    case Act::leaky: return x < 0 ? slope * x : x;
-    case Act::gelu_tanh: return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-    case Act::gelu_erf: return 0.5 * x * (1.0 + std::erf(x * 0.7071067811865476));
-    default: return x;
+    case Act::relu:
+      return x < 0 ? 0.0 : x;
+    case Act::leaky:
+      return x < 0 ? slope * x : x;
+    case Act::gelu_tanh:
+      return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    case Act::gelu_erf:
+      return 0.5 * x * (1.0 + std::erf(x * 0.7071067811865476));
+    default:
+      return x;
   }
 }
 
@@ -272,8 +277,9 @@ inline std::vector<Shape> shapes(const kl::Args& args) {
   const auto dim = [&](const char* what, int fallback) {
     const auto v = size ? size : args.size(what);
     if (!v) return fallback;
-    if (*v > INT_MAX) throw kl::UsageError(std::string("--") + (size ? "size" : what) + ": " + std::to_string(*v) +
-                                           " is too large (at most 2^31 - 1)");
+    if (*v > INT_MAX)
+      throw kl::UsageError(std::string("--") + (size ? "size" : what) + ": " + std::to_string(*v) +
+                           " is too large (at most 2^31 - 1)");
     return static_cast<int>(*v);
   };
   const Shape sh{dim("m", kDefaultShape.m), dim("n", kDefaultShape.n), dim("k", kDefaultShape.k)};
@@ -306,8 +312,18 @@ inline void make_inputs(Inputs& in, const Shape& sh, const Epilogue& e) {
   if (!in.host.bias.empty()) in.dbias.upload(in.host.bias);
   in.dd.resize(mn);
   Problem& p = in.p;
-  p = Problem{in.da.data(), in.db.data(), in.host.c.empty() ? nullptr : in.dc.data(), in.dd.data(),
-              in.host.bias.empty() ? nullptr : in.dbias.data(), sh.m, sh.n, sh.k, sh.k, sh.n, sh.n, sh.n};
+  p = Problem{in.da.data(),
+              in.db.data(),
+              in.host.c.empty() ? nullptr : in.dc.data(),
+              in.dd.data(),
+              in.host.bias.empty() ? nullptr : in.dbias.data(),
+              sh.m,
+              sh.n,
+              sh.k,
+              sh.k,
+              sh.n,
+              sh.n,
+              sh.n};
   p.alpha = e.alpha;
   p.beta = e.beta;
   p.bias_kind = e.bias;

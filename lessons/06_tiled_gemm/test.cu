@@ -78,8 +78,18 @@ void make_operands(Operands& o, const Case& c, std::uint64_t salt) {
   o.dc.upload(shifted(o.host.c.empty() ? std::vector<float>{0.f} : o.host.c));
   o.dbias.upload(shifted(o.host.bias.empty() ? std::vector<float>{0.f} : o.host.bias));
   o.dd.resize(std::size_t(c.m) * ldd + c.offset);
-  o.p = Problem{o.da.data() + c.offset, o.db.data() + c.offset, nullptr, o.dd.data() + c.offset, nullptr, c.m, c.n, c.k,
-                lda, ldb, ldd, ldd};
+  o.p = Problem{o.da.data() + c.offset,
+                o.db.data() + c.offset,
+                nullptr,
+                o.dd.data() + c.offset,
+                nullptr,
+                c.m,
+                c.n,
+                c.k,
+                lda,
+                ldb,
+                ldd,
+                ldd};
   o.p.alpha = c.alpha;
   o.p.beta = c.beta;
   o.p.bias_kind = c.bias;
@@ -127,8 +137,8 @@ bool epilogue_steps(int i) { return kSteps[i].launch.epilogue; }
 
 std::vector<Case> test_shapes() {
   if (sanitizing()) return {{1, 1, 1}, {3, 5, 7}, {31, 33, 17}, {128, 128, 8}, {129, 127, 300}, {200, 64, 1100}};
-  return {{1, 1, 1},       {1, 7, 3},         {5, 1, 9},         {31, 33, 17},      {64, 64, 64},
-          {100, 1, 300},   {127, 129, 65},    {128, 128, 8},     {257, 255, 1000},  {513, 1025, 33},
+  return {{1, 1, 1},         {1, 7, 3},          {5, 1, 9},          {31, 33, 17},       {64, 64, 64},
+          {100, 1, 300},     {127, 129, 65},     {128, 128, 8},      {257, 255, 1000},   {513, 1025, 33},
           {1000, 3000, 777}, {1024, 1024, 1024}, {2048, 2048, 2048}, {4097, 4097, 4097}, {8192, 64, 8192}};
 }
 
@@ -425,7 +435,7 @@ TEST_SUITE("gpu") {
       CAPTURE(describe(c));
       auto a = kl::normal_floats(std::size_t(c.m) * c.k, 0, 1, kl::seed_for(621));
       const auto b = kl::normal_floats(std::size_t(c.k) * c.n, 0, 1, kl::seed_for(622));
-      const int r1 = c.m / 3, r2 = c.m - 1;  // a row inside, the last row (the M tail)
+      const int r1 = c.m / 3, r2 = c.m - 1;      // a row inside, the last row (the M tail)
       a[std::size_t(r1) * c.k + c.k - 1] = NAN;  // in the K tail
       a[std::size_t(r2) * c.k + c.k / 2] = NAN;
       const kl::DeviceBuffer<float> da(a), db(b), dbias(kl::normal_floats(c.n, 0, 1, kl::seed_for(623)));
@@ -473,7 +483,8 @@ TEST_SUITE("gpu") {
       c.bias = Bias::n;
       c.act = Act::gelu_erf;
       if (sanitizing()) c.m = std::min(c.m, 512);
-      check_case(c, [](int i) { return i == lesson06::kFusedStep - 1; }, 7);
+      check_case(
+          c, [](int i) { return i == lesson06::kFusedStep - 1; }, 7);
     }
     const int m = 300, n = 64, k = 2048;  // split-K: the workspace grows on the first call
     const auto a = kl::normal_floats(m * k, 0, 1, kl::seed_for(611));

@@ -70,8 +70,9 @@ inline void fp32_limit(kl::Limits& l, const kl::DeviceInfo& dev) {
   l.peak_tflops = dev.peak_fp32_tflops();
   std::printf("limit:  FP32 peak %.1f TFLOP/s (%d SMs x 128 FMA x 2 x %.2f GHz)\n", l.peak_tflops, dev.sms,
               dev.sm_clock_khz / 1e6);
-  std::printf("error:  max |D - ref| / (|alpha| sum|a b| + |beta c| + |bias|), ref = float64; passes at <= "
-              "(min(K, 16 sqrt K) + 8) eps;  [g] = CUDA-graph replay\n");
+  std::printf(
+      "error:  max |D - ref| / (|alpha| sum|a b| + |beta c| + |bias|), ref = float64; passes at <= "
+      "(min(K, 16 sqrt K) + 8) eps;  [g] = CUDA-graph replay\n");
 }
 
 inline std::string plan_text(const Shape& sh) {

@@ -289,9 +289,9 @@ inline std::string part_option(const kl::Args& a) {
 inline std::vector<Shape> shapes(const kl::Args& a) {
   const std::string part = part_option(a);
   Problem tile = tile_problem(a.size("batch").value_or(kDefaultTiles));
-  Problem flash = flash_problem(a.size("batch").value_or(kSweepTokens / kDefaultSeq),
-                                side_option(a, "heads", kDefaultHeads), side_option(a, "seq", kDefaultSeq),
-                                side_option(a, "dim", kDefaultDim), a.flag("causal"));
+  Problem flash =
+      flash_problem(a.size("batch").value_or(kSweepTokens / kDefaultSeq), side_option(a, "heads", kDefaultHeads),
+                    side_option(a, "seq", kDefaultSeq), side_option(a, "dim", kDefaultDim), a.flag("causal"));
   const auto scale = a.text("scale");
   if (scale) {
     char* end = nullptr;

@@ -321,8 +321,8 @@ TEST_CASE("the sweep: B = 4096 and 65536 tiles, then S = 128 ... 16384 with B S 
 
 TEST_SUITE("gpu") {
   TEST_CASE("tile steps: B = 1 ... 4097 tiles against float64") {
-    const std::vector<std::int64_t> counts = sanitizing() ? std::vector<std::int64_t>{1, 3, 17}
-                                                          : std::vector<std::int64_t>{1, 3, 8, 100, 4097};
+    const std::vector<std::int64_t> counts =
+        sanitizing() ? std::vector<std::int64_t>{1, 3, 17} : std::vector<std::int64_t>{1, 3, 8, 100, 4097};
     for (auto b : counts) check_part(Part::tile, lesson07::tile_problem(b), kl::seed_for(700 + b));
   }
 

@@ -7,8 +7,8 @@
 template <int K>
 __device__ __forceinline__ void topk_insert_exercise(lesson05::Key (&keys)[K], lesson05::Key key) {
   if (key <= keys[K - 1]) return;  // early reject: not better than the K-th best
-  // Walk up from the last slot: while the new key is larger than the slot above, that key moves
-  // down one; the first slot whose upper neighbour is larger takes the new key.
+    // Walk up from the last slot: while the new key is larger than the slot above, that key moves
+    // down one; the first slot whose upper neighbour is larger takes the new key.
 #pragma unroll
   for (int j = K - 1; j > 0; --j) keys[j] = key > keys[j - 1] ? keys[j - 1] : (key > keys[j] ? key : keys[j]);
   if (key > keys[0]) keys[0] = key;

@@ -60,8 +60,8 @@ __global__ void __launch_bounds__(kThreads) reduce_two_pass(const float* x, std:
 
 // Step 8, second kernel: one block reduces the block partials and applies post (sqrt, / n).
 template <int kThreads, class Op, class T>
-__global__ void __launch_bounds__(kThreads) reduce_partials(const float* partial, unsigned count, std::size_t n,
-                                                             float* out) {
+__global__ void __launch_bounds__(kThreads)
+    reduce_partials(const float* partial, unsigned count, std::size_t n, float* out) {
   const float v = combine_partials<kThreads, Op>(partial, count);
   if (threadIdx.x == 0) *out = T::post(v, n);
 }

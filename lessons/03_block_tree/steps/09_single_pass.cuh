@@ -12,8 +12,8 @@ namespace lesson03 {
 // take a ticket; the block holding the last ticket sees every partial and resets the counter to 0
 // for the next launch. The order of the final sum is fixed (by index), so the result is deterministic.
 template <int kThreads, class Op, class T>
-__global__ void __launch_bounds__(kThreads) reduce_single_pass(const float* x, std::size_t n, float* out,
-                                                               float* partial, unsigned* arrived) {
+__global__ void __launch_bounds__(kThreads)
+    reduce_single_pass(const float* x, std::size_t n, float* out, float* partial, unsigned* arrived) {
   __shared__ bool last;
   const float v = kl::block_allreduce<kThreads, Op>(thread_partial<kThreads, Op, T>(x, n));
   if (threadIdx.x == 0) {

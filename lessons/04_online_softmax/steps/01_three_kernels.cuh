@@ -62,7 +62,7 @@ void launch_three_kernels_t(const Problem& p, kl::DeviceBuffer<float>& stats, cu
   softmax_three_kernels_sum<<<grid, 256, 0, s>>>(x, p.rows, cols, p.scale, row_max, row_sum);
   CUDA_CHECK_LAUNCH();
   softmax_three_kernels_normalise<<<grid, 256, 0, s>>>(x, static_cast<T*>(p.y), p.rows, cols, p.scale, row_max,
-                                                      row_sum);
+                                                       row_sum);
   CUDA_CHECK_LAUNCH();
 }
 

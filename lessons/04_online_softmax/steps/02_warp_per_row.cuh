@@ -8,8 +8,8 @@
 
 namespace lesson04 {
 
-constexpr int kWarpBlock = 128;         // threads per block of step 2
-constexpr int kWarpMaxPerLane = 64;     // floats of the row one lane may hold in registers
+constexpr int kWarpBlock = 128;                              // threads per block of step 2
+constexpr int kWarpMaxPerLane = 64;                          // floats of the row one lane may hold in registers
 constexpr std::int64_t kWarpMaxCols = 32 * kWarpMaxPerLane;  // 2048: step 2's longest row
 
 // How step 2 lays a row over a warp: `lanes` lanes per row (32 / lanes rows per warp when the row
@@ -47,7 +47,7 @@ __device__ __forceinline__ float group_allreduce(float v, int lanes) {
 // loads into registers, max and sum by shuffles, one pass of stores. One read, one write, no
 // shared memory, no __syncthreads.
 template <class T, int Pack, int kPacks>
-__global__ void __launch_bounds__(kWarpBlock, warp_min_blocks(kPacks * Pack))
+__global__ void __launch_bounds__(kWarpBlock, warp_min_blocks(kPacks* Pack))
     softmax_warp_per_row(const T* __restrict__ x, T* __restrict__ y, std::int64_t rows, int cols, float scale,
                          int lanes_arg) {
   const int lanes = kPacks > 1 ? 32 : lanes_arg;  // a row of more than one pack per lane spans the warp
@@ -102,10 +102,10 @@ void run_warp_per_row(const Problem& p, WarpShape w, cudaStream_t s) {
   const auto kernel = softmax_warp_per_row<T, Pack, kPacks>;
   static const int per_sm = blocks_per_sm(kernel, kWarpBlock, 0);
   const std::int64_t rows_per_block = kWarpBlock / 32 * (32 / w.lanes);
-  const std::int64_t grid = std::min<std::int64_t>((p.rows + rows_per_block - 1) / rows_per_block,
-                                                   std::int64_t{per_sm} * kl::sm_count());
+  const std::int64_t grid =
+      std::min<std::int64_t>((p.rows + rows_per_block - 1) / rows_per_block, std::int64_t{per_sm} * kl::sm_count());
   kernel<<<static_cast<unsigned>(grid), kWarpBlock, 0, s>>>(static_cast<const T*>(p.x), static_cast<T*>(p.y), p.rows,
-                                                           static_cast<int>(p.cols), p.scale, w.lanes);
+                                                            static_cast<int>(p.cols), p.scale, w.lanes);
   CUDA_CHECK_LAUNCH();
 }
 

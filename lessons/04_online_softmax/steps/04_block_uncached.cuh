@@ -37,7 +37,7 @@ template <class T, int Pack>
 void launch_uncached_t(const Problem& p, cudaStream_t s) {
   const auto kernel = softmax_block_uncached<T, Pack, kUncachedThreads>;
   kernel<<<uncached_grid(kernel, p.rows), kUncachedThreads, 0, s>>>(static_cast<const T*>(p.x), static_cast<T*>(p.y),
-                                                                   p.rows, static_cast<int>(p.cols), p.scale);
+                                                                    p.rows, static_cast<int>(p.cols), p.scale);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -67,7 +67,7 @@ template <class T, int Pack>
 void launch_online_t(const Problem& p, cudaStream_t s) {
   const auto kernel = softmax_online<T, Pack, kUncachedThreads>;
   kernel<<<uncached_grid(kernel, p.rows), kUncachedThreads, 0, s>>>(static_cast<const T*>(p.x), static_cast<T*>(p.y),
-                                                                   p.rows, static_cast<int>(p.cols), p.scale);
+                                                                    p.rows, static_cast<int>(p.cols), p.scale);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -11,9 +11,9 @@
 namespace lesson04 {
 
 constexpr int kClusterThreads = 512;
-constexpr int kClusterMax = 8;                              // the largest portable cluster
-constexpr std::int64_t kClusterPartBytes = 64 << 10;        // aim: at most 64 KiB of the row per CTA
-constexpr std::int64_t kClusterMinRowBytes = 32 << 10;      // shorter rows fit one block (step 3)
+constexpr int kClusterMax = 8;                          // the largest portable cluster
+constexpr std::int64_t kClusterPartBytes = 64 << 10;    // aim: at most 64 KiB of the row per CTA
+constexpr std::int64_t kClusterMinRowBytes = 32 << 10;  // shorter rows fit one block (step 3)
 
 // CTAs per row: the fewest (2, 4 or 8) that keep each CTA's part of the row within 64 KiB.
 inline int cluster_size(std::int64_t cols, int elem_bytes) {

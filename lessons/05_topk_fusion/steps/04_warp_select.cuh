@@ -136,7 +136,8 @@ __device__ __forceinline__ void scan_select(const T* row, int begin, int end, in
     for (int u = 0; u < kInFlight; ++u) {
       const int q = first + u * nt + t;
       if (q < packs) raw[u] = kl::load_raw<P>(row + body + q * P);
-      else for (T& x : raw[u].v) x = kl::from_float<T>(-INFINITY);
+      else
+        for (T& x : raw[u].v) x = kl::from_float<T>(-INFINITY);
     }
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u) {
@@ -182,7 +183,7 @@ inline void launch_warp_select(const Problem& p, Workspace&, cudaStream_t s) {
   with_type(p.dtype, [&](auto t) {
     using T = decltype(t);
     topk_warp_select<T><<<warp_grid(p.rows), 32 * kWarpsPerBlock, 0, s>>>(static_cast<const T*>(p.x), p.rows, p.vocab,
-                                                                         p.k, p.prob, p.idx);
+                                                                          p.k, p.prob, p.idx);
   });
   CUDA_CHECK_LAUNCH();
 }

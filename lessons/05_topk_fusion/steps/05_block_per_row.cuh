@@ -9,7 +9,6 @@
 
 namespace lesson05 {
 
-
 // Streams `lists` sorted lists of k keys (list l at keys + l * stride; key 0: none) through an
 // empty selection. The largest of the lists' k-th keys seeds the threshold (that list alone holds k
 // keys at least as large), so most keys are rejected before they reach the buffer. The keys are
@@ -47,9 +46,9 @@ constexpr int kBlockWarps = kBlockThreads / 32;
 // one slice per row the block writes the answer; with several it writes the slice's k best keys
 // and (m, s) for topk_merge_slices. 8 warps on one row keep enough loads in flight when rows are few.
 template <class T>
-__global__ void __launch_bounds__(kBlockThreads, 4) topk_block(const T* x, int vocab, int k, int slices, int slice,
-                                                               float* prob, int* idx, Key* part_keys,
-                                                               float2* part_stats) {
+__global__ void __launch_bounds__(kBlockThreads, 4)
+    topk_block(const T* x, int vocab, int k, int slices, int slice, float* prob, int* idx, Key* part_keys,
+               float2* part_stats) {
   __shared__ Key buffers[kBlockWarps * kCap<T>];
   __shared__ float2 warp_ms[kBlockWarps];
   const std::int64_t row = blockIdx.x / slices;

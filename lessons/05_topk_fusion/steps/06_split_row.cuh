@@ -15,8 +15,8 @@ namespace lesson05 {
 // runs on 8 SMs rather than sharing one SM's shared memory.
 constexpr int kMergeCap = 256;
 
-__global__ void __launch_bounds__(32) topk_merge_slices(const Key* part_keys, const float2* part_stats, int slices,
-                                                        int k, float* prob, int* idx) {
+__global__ void __launch_bounds__(32)
+    topk_merge_slices(const Key* part_keys, const float2* part_stats, int slices, int k, float* prob, int* idx) {
   __shared__ Key buffer[kMergeCap];
   const std::int64_t row = blockIdx.x;
   const int lane = threadIdx.x;
@@ -62,8 +62,8 @@ void run_block(const Problem& p, int slices, Workspace& ws, cudaStream_t s) {
                                                  ws.part_keys.data(), ws.part_stats.data());
   CUDA_CHECK_LAUNCH();
   if (used > 1) {
-    topk_merge_slices<<<static_cast<unsigned>(p.rows), 32, 0, s>>>(ws.part_keys.data(), ws.part_stats.data(), used,
-                                                                    p.k, p.prob, p.idx);
+    topk_merge_slices<<<static_cast<unsigned>(p.rows), 32, 0, s>>>(ws.part_keys.data(), ws.part_stats.data(), used, p.k,
+                                                                   p.prob, p.idx);
     CUDA_CHECK_LAUNCH();
   }
 }

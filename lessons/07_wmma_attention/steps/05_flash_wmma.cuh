@@ -42,8 +42,7 @@ __global__ void __launch_bounds__(kFlashWarps * 32) flash_wmma(Problem p) {
   __half* vs = ks + kBc * D;
   const int w = threadIdx.x / 32, lane = threadIdx.x % 32;
   float* scratch = reinterpret_cast<float*>(vs + kBc * D) + w * 16 * kW;
-  __half* ps =
-      reinterpret_cast<__half*>(reinterpret_cast<float*>(vs + kBc * D) + kFlashWarps * 16 * kW) + w * 16 * kBc;
+  __half* ps = reinterpret_cast<__half*>(reinterpret_cast<float*>(vs + kBc * D) + kFlashWarps * 16 * kW) + w * 16 * kBc;
 
   std::int64_t head;
   int q0;
@@ -114,8 +113,7 @@ __global__ void __launch_bounds__(kFlashWarps * 32) flash_wmma(Problem p) {
   l += __shfl_xor_sync(kl::kFullMask, l, 1);
   if (qi < p.seq) {
     __half* out = p.o + base + static_cast<std::int64_t>(qi) * D + half * (D / 2);
-    for (int j = 0; j < D / 2; j += 2)
-      *reinterpret_cast<__half2*>(out + j) = __floats2half2_rn(o[j] / l, o[j + 1] / l);
+    for (int j = 0; j < D / 2; j += 2) *reinterpret_cast<__half2*>(out + j) = __floats2half2_rn(o[j] / l, o[j + 1] / l);
   }
 }
 

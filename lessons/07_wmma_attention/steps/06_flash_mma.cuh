@@ -39,8 +39,8 @@ __device__ __forceinline__ void load_q_fragments(std::uint32_t (&qa)[D / 16][4],
   for (int kk = 0; kk < D / 16; ++kk) {
     for (int i = 0; i < 4; ++i) {
       const int row = row0 + (i % 2) * 8, col = kk * 16 + (i / 2) * 8 + 2 * t;
-      qa[kk][i] =
-          row < p.seq ? *reinterpret_cast<const std::uint32_t*>(p.q + base + static_cast<std::int64_t>(row) * D + col)
+      qa[kk][i] = row < p.seq
+                      ? *reinterpret_cast<const std::uint32_t*>(p.q + base + static_cast<std::int64_t>(row) * D + col)
                       : 0u;
     }
   }
@@ -124,8 +124,8 @@ __device__ __forceinline__ void accumulate_pv(float (&o)[D / 8][4], const float 
 
 // O / l for rows g and g + 8, to f16; the lanes of a quad hold partial sums of the same rows.
 template <int D>
-__device__ __forceinline__ void store_output(__half* o_head, const float (&o)[D / 8][4], float (&l)[2], int row0,
-                                             int t, int seq) {
+__device__ __forceinline__ void store_output(__half* o_head, const float (&o)[D / 8][4], float (&l)[2], int row0, int t,
+                                             int seq) {
   for (int h = 0; h < 2; ++h) {
     l[h] += __shfl_xor_sync(kl::kFullMask, l[h], 1);
     l[h] += __shfl_xor_sync(kl::kFullMask, l[h], 2);
