@@ -111,7 +111,7 @@ void check_all_steps(const std::vector<float>& xq, std::int64_t rows, std::int64
   }
 }
 
-// Shapes from the list in DESIGN.md: rows shorter than a warp, awkward lengths, rows longer than
+// Shapes every lesson is checked on: rows shorter than a warp, awkward lengths, rows longer than
 // shared memory (step 3's limit) and than a cluster (step 6's); KL_SANITIZE=1 keeps small ones.
 std::vector<std::pair<std::int64_t, std::int64_t>> test_shapes() {
   if (std::getenv("KL_SANITIZE")) return {{1, 1}, {5, 31}, {33, 33}, {9, 1000}, {3, 4097}, {2, 20000}};
