@@ -15,8 +15,15 @@ struct DeviceInfo {
   int sm_clock_khz = 0, mem_clock_khz = 0, bus_bits = 0;
   std::size_t l2_bytes = 0, global_bytes = 0, smem_per_block_optin = 0;
 
-  // FP32 peak: every SM retires 128 FMAs (2 FLOPs each) per clock.
-  double peak_fp32_tflops() const { return sms * 128.0 * 2.0 * sm_clock_khz * 1e3 / 1e12; }
+  // FP32 peak: every SM retires fp32_lanes_per_sm() FMAs (2 FLOPs each) per clock.
+  double peak_fp32_tflops() const {
+    return sms * fp32_lanes_per_sm(cc_major, cc_minor) * 2.0 * sm_clock_khz * 1e3 / 1e12;
+  }
+
+  // FP32 lanes per SM (CUDA Programming Guide, throughput of 32-bit floating-point add, multiply,
+  // multiply-add): 64 on sm_7x (Volta, Turing) and sm_80 (A100), 128 on sm_86 and later (Ampere
+  // consumer, Ada, Hopper, Blackwell).
+  static int fp32_lanes_per_sm(int major, int minor) { return major < 8 || (major == 8 && minor == 0) ? 64 : 128; }
 };
 
 // Throws NoDevice (exit 77) when there is no usable GPU.

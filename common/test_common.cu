@@ -137,6 +137,19 @@ TEST_CASE("pack split: head up to the 16-byte boundary, whole packs, tail; every
   }
 }
 
+TEST_CASE("FP32 lanes per SM by architecture: 64 on sm_7x and sm_80, 128 on sm_86 and later") {
+  CHECK(kl::DeviceInfo::fp32_lanes_per_sm(7, 5) == 64);
+  CHECK(kl::DeviceInfo::fp32_lanes_per_sm(7, 0) == 64);
+  CHECK(kl::DeviceInfo::fp32_lanes_per_sm(8, 0) == 64);
+  for (auto [major, minor] : {std::pair{8, 6}, {8, 9}, {9, 0}, {10, 0}, {12, 0}})
+    CHECK(kl::DeviceInfo::fp32_lanes_per_sm(major, minor) == 128);
+  kl::DeviceInfo h100;
+  h100.sms = 132;
+  h100.cc_major = 9;
+  h100.sm_clock_khz = 1980000;
+  CHECK(h100.peak_fp32_tflops() == doctest::Approx(132 * 128 * 2 * 1.98e9 / 1e12));
+}
+
 TEST_CASE("guarded_main maps errors to exit codes 2, 77 and 1") {
   CHECK(kl::guarded_main("t", [] { return 0; }) == 0);
   CHECK(kl::guarded_main("t", []() -> int { throw kl::UsageError("bad"); }) == 2);
