@@ -23,9 +23,18 @@ else
   exit 1
 fi
 
-if python3 -c "import matplotlib" 2>/dev/null; then
+# matplotlib for the figures: already there; else pip; where the system Python refuses pip
+# (Debian 12, Ubuntu 24.04: "externally managed"), Debian's python3-matplotlib when we are root,
+# else a virtual environment in .venv/ that the scripts and CMake then use.
+if python3 -c "import matplotlib" 2>/dev/null || { [ -x .venv/bin/python3 ] && .venv/bin/python3 -c "import matplotlib" 2>/dev/null; }; then
   say "matplotlib: present"
+elif python3 -m pip install -q -r plots/requirements.txt 2>/dev/null; then
+  say "matplotlib: pip install -r plots/requirements.txt"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && [ "$(command -v python3)" = /usr/bin/python3 ]; then
+  say "matplotlib: apt-get install python3-matplotlib (this Python does not take pip installs)"
+  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-matplotlib >/dev/null
 else
-  say "pip install -r plots/requirements.txt"
-  python3 -m pip install -q -r plots/requirements.txt
+  say "matplotlib: this Python does not take pip installs; installing into .venv/"
+  python3 -m venv .venv || { say "python3 -m venv failed: apt-get install python3-venv (or python3-matplotlib)" >&2; exit 1; }
+  .venv/bin/python3 -m pip install -q -r plots/requirements.txt
 fi

@@ -1,5 +1,8 @@
 # Shared by tour.sh and gpu_check.sh (sourced, not run).
 
+# The Python with matplotlib: .venv/ when bootstrap.sh had to make one, else python3.
+python3() { if [ -x .venv/bin/python3 ]; then .venv/bin/python3 "$@"; else command python3 "$@"; fi; }
+
 # Build Release with every core.
 build_release() {
   command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
