@@ -60,10 +60,10 @@ find_tools() {
   local site dir
   site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null || true)
   for dir in "${CUDA_HOME:-/usr/local/cuda}/bin" "$site"/nvidia/cu*/bin; do
-    [ -d "$dir" ] && PATH="$PATH:$dir"
+    if [ -d "$dir" ]; then PATH="$PATH:$dir"; fi
   done
-  command -v cuobjdump >/dev/null && command -v nvdisasm >/dev/null ||
-    die "cuobjdump/nvdisasm not found: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm"
+  command -v cuobjdump >/dev/null || die "cuobjdump not found: pip install nvidia-cuda-cuobjdump"
+  command -v nvdisasm >/dev/null || die "nvdisasm (cuobjdump -sass runs it) not found: pip install nvidia-cuda-nvdisasm"
   command -v python3 >/dev/null || die "python3 not found"
 }
 
@@ -134,6 +134,7 @@ dump_side() {
   done < <(find "$1" -path '*/CMakeFiles' -prune -o -path "$out" -prune -o -type f -perm -u+x -print | sort)
 }
 
+# shellcheck disable=SC2317  # called by the EXIT trap
 cleanup() {
   local wt
   for wt in "${WORKTREES[@]}"; do git -C "$ROOT" worktree remove --force "$wt" 2>/dev/null || true; done
@@ -154,7 +155,7 @@ main() {
       *) args+=("$1"); shift ;;
     esac
   done
-  [ ${#args[@]} -ge 1 ] && [ ${#args[@]} -le 2 ] || die "expected BASE [HEAD] (see --help)"
+  if [ ${#args[@]} -lt 1 ] || [ ${#args[@]} -gt 2 ]; then die "expected BASE [HEAD] (see --help)"; fi
   local base=${args[0]} head=${args[1]:-}
   for rev in "$base" $head; do
     git -C "$ROOT" rev-parse --verify --quiet "$rev^{commit}" >/dev/null || die "not a commit: $rev"

@@ -178,7 +178,8 @@ def compare(name_b, b, name_h, h, diff_dir, labels):
     diff = list(difflib.unified_diff(b.sass, h.sass, f"{labels[0]}: {name_b}", f"{labels[1]}: {name_h}", lineterm=""))
     plus = sum(1 for d in diff[2:] if d.startswith("+"))
     minus = sum(1 for d in diff[2:] if d.startswith("-"))
-    stem = re.sub(r"[^A-Za-z0-9_]+", "_", (name_h or name_b).split("(")[0])[-60:].strip("_")
+    bare = re.sub(r"^void ", "", (name_h or name_b).split("(")[0])  # "void ns::k<4>(int)" -> "ns::k<4>"
+    stem = re.sub(r"[^A-Za-z0-9_]+", "_", bare)[:60].strip("_")
     path = Path(diff_dir) / f"{stem}.{hashlib.sha1((name + b.key + h.key).encode()).hexdigest()[:8]}.diff"
     path.parent.mkdir(parents=True, exist_ok=True)
     header = [f"# executables: {' '.join(exes)}", f"# resources: {res or 'unchanged'}"]

@@ -6,7 +6,9 @@
 // shape for the executable. The steps themselves are in steps/, their shared pieces in parts.cuh,
 // the problem and its reference in problem.cuh.
 #pragma once
+#ifndef KL_NO_CUDNN  // defined by CMake when cuDNN was not found: the cudnn row is then n/a
 #include <cudnn.h>
+#endif
 
 #include <algorithm>
 #include <array>
@@ -36,10 +38,14 @@ using kl::NotSupported;
 // Scratch a step may need: step 1's per-row statistics, the library's handle.
 struct Workspace {
   kl::DeviceBuffer<float> stats;
+#ifndef KL_NO_CUDNN
   cudnnHandle_t cudnn = nullptr;
+#endif
   Workspace() = default;
   ~Workspace() {
+#ifndef KL_NO_CUDNN
     if (cudnn) cudnnDestroy(cudnn);
+#endif
   }
   Workspace(const Workspace&) = delete;
   Workspace& operator=(const Workspace&) = delete;
@@ -198,6 +204,10 @@ inline std::string cluster_support(const Problem& p, const DeviceCaps& caps) {
 }
 
 inline std::string cudnn_support(const Problem& p, const DeviceCaps&) {
+#ifdef KL_NO_CUDNN
+  (void)p;
+  return "built without cuDNN (not found when CMake configured: install libcudnn9-dev-cuda-13 or set CUDNN_ROOT)";
+#endif
   if (p.scale != 1.f) return "cuDNN's softmax has no input scale";
   if (p.rows > INT_MAX) return "cuDNN tensor sizes are int";
   return "";
@@ -248,6 +258,7 @@ inline void launch_dispatch(const Problem& p, Workspace& ws, cudaStream_t s);  /
 
 // ---- the library: cuDNN ---------------------------------------------------------------------------
 
+#ifndef KL_NO_CUDNN
 inline void cudnn_check(cudnnStatus_t status, const char* call) {
   if (status == CUDNN_STATUS_NOT_SUPPORTED) throw NotSupported(std::string(call) + ": CUDNN_STATUS_NOT_SUPPORTED");
   if (status != CUDNN_STATUS_SUCCESS)
@@ -273,6 +284,9 @@ inline void launch_cudnn(const Problem& p, Workspace& ws, cudaStream_t s) {
   cudnnDestroyTensorDescriptor(desc);
   cudnn_check(status, "cudnnSoftmaxForward");
 }
+#else
+inline void launch_cudnn(const Problem&, Workspace&, cudaStream_t) { throw NotSupported("built without cuDNN"); }
+#endif
 
 // ---- the table of steps ---------------------------------------------------------------------------
 
