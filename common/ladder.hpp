@@ -121,14 +121,21 @@ struct Trial {
 };
 
 // Per chosen step: poison the output, run it once (the check run, also the warm-up), check it
-// against the reference, and time it only if it passed. A launcher that throws NotSupported makes
-// the step n/a with its reason. Prints the table and the n/a notes; returns the rows.
+// against the reference, and time it only if it passed. A step whose needs_sm is newer than the GPU,
+// or whose launcher throws NotSupported (e.g. kl::arch_missing: compiled out of this build), is n/a
+// with its reason. Prints the table and the n/a notes; returns the rows.
 template <class Launch, class RunStep>
 std::vector<Row> run_steps(Context<Launch>& cx, const Trial& t, RunStep&& run_step) {
   std::vector<Row> rows;
   std::vector<std::string> notes;
   for (int i : cx.chosen) {
     const Step<Launch>& st = cx.steps[i];
+    const int cc = cx.dev.cc_major * 10 + cx.dev.cc_minor;
+    if (st.needs_sm > cc) {
+      notes.push_back(step_label(cx.steps, i) + " " + st.name + ": n/a: needs sm_" + std::to_string(st.needs_sm) +
+                      " (this GPU is sm_" + std::to_string(cc) + ")");
+      continue;
+    }
     auto launch = [&](cudaStream_t s) { run_step(st, s); };
     t.poison();
     try {
