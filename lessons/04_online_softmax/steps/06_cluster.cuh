@@ -5,7 +5,10 @@
 #include <cooperative_groups.h>
 
 #include <cstdint>
+#include <string>
 
+#include "common/arch.cuh"
+#include "common/ladder.hpp"
 #include "lessons/04_online_softmax/parts.cuh"
 
 namespace lesson04 {
@@ -30,11 +33,12 @@ inline std::int64_t cluster_part(std::int64_t cols, int size, int pack) {
 
 // Step 6: the CTAs of a cluster split a row that one SM's shared memory cannot hold; each caches
 // its part (one read), they swap their partial (max, sum) through distributed shared memory and
-// combine them, and each writes its part (one write). Rows of up to 8 x 227 KiB.
+// combine them, and each writes its part (one write). Rows of up to 8 x 227 KiB. Compiled out below
+// sm_90 (no clusters there); the launcher refuses it where its sm_90 code is missing.
 template <class T, int Pack, int kThreads>
 __global__ void __launch_bounds__(kThreads, kFullSmThreads / kThreads)
     softmax_cluster(const T* __restrict__ x, T* __restrict__ y, int cols, float scale, int part) {
-#if __CUDA_ARCH__ >= 900
+#if KL_ARCH_AT_LEAST(90)
   namespace cg = cooperative_groups;
   const cg::cluster_group cluster = cg::this_cluster();
   extern __shared__ __align__(16) unsigned char smem[];
@@ -61,10 +65,20 @@ __global__ void __launch_bounds__(kThreads, kFullSmThreads / kThreads)
 #endif
 }
 
+// Why step 6 cannot run here ("" when it can): the GPU is older than sm_90, or this build holds no
+// sm_90 code of its kernel (e.g. a PTX-only compute_80 build, JIT-compiled on an H100, whose kernel
+// is empty). Asked once; every instantiation is compiled for the same architectures.
+inline const std::string& cluster_missing() {
+  static const std::string why = kl::arch_missing(softmax_cluster<float, 4, kClusterThreads>, 90);
+  return why;
+}
+
 // One launch of step 6 for element type T and packs of Pack elements: a cluster of 2-8 CTAs per row.
 template <class T, int Pack>
 void launch_cluster_t(const Problem& p, cudaStream_t s) {
   const auto kernel = softmax_cluster<T, Pack, kClusterThreads>;
+  static const std::string why = kl::arch_missing(kernel, 90);
+  if (!why.empty()) throw kl::NotSupported(why);
   static const bool ready = allow_large_smem(kernel);
   (void)ready;
   const int size = cluster_size(p.cols, sizeof(T));
