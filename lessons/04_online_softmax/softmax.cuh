@@ -220,7 +220,8 @@ inline std::string cudnn_support(const Problem& p, const DeviceCaps&) {
 //  - registers (step 2) up to 2048 elements with 16-byte packs, up to 1024 with narrower packs;
 //  - shared memory (step 3) for f32 rows up to 64 KiB and for 16-bit rows up to 32 KiB (at 64 KiB a
 //    cluster is faster in 16-bit types, not in f32);
-//  - a cluster (step 6) for longer rows on sm_90, the cache if it still fits elsewhere, else step 5.
+//  - a cluster (step 6) for longer rows where it can run (sm_90 and its sm_90 code built), the cache
+//    if it still fits elsewhere, else step 5.
 // Step 4 is never the fastest: step 3 takes every row it could.
 struct DispatchLimits {
   std::int64_t warp_cols_wide;    // step 2 up to this K with 16-byte packs
@@ -238,20 +239,23 @@ inline const DispatchLimits& dispatch_limits(Dtype dtype) {
 }
 
 // The step (2 to 6) the dispatcher runs for rows of `cols` elements of `dtype` moved in packs of `pack`.
-inline int choose_step(std::int64_t cols, Dtype dtype, int pack, const DeviceCaps& caps) {
+// `clusters`: whether step 6's kernel can run here at all (chosen_step asks cluster_missing: a build
+// without sm_90 code cannot, even on an H100); without it long rows take step 3 or 5.
+inline int choose_step(std::int64_t cols, Dtype dtype, int pack, const DeviceCaps& caps, bool clusters = true) {
   const DispatchLimits& lim = dispatch_limits(dtype);
   const bool wide = pack * dtype_bytes(dtype) == 16;
   if (cols <= (wide ? lim.warp_cols_wide : lim.warp_cols_narrow)) return 2;
   const Problem p{nullptr, nullptr, 1, cols, dtype, 1.f};
   const std::int64_t row = cols * dtype_bytes(dtype);
   if (row <= lim.cached_bytes) return 3;
-  if (cluster_support(p, caps).empty()) return 6;
+  if (clusters && cluster_support(p, caps).empty()) return 6;
   if (cached_support(p, caps).empty()) return 3;
   return 5;
 }
 
 inline int chosen_step(const Problem& p) {
-  return choose_step(p.cols, p.dtype, kl::widest_pack(p.x, p.y, p.cols, dtype_bytes(p.dtype)), device_caps());
+  return choose_step(p.cols, p.dtype, kl::widest_pack(p.x, p.y, p.cols, dtype_bytes(p.dtype)), device_caps(),
+                     cluster_missing().empty());
 }
 
 inline void launch_dispatch(const Problem& p, Workspace& ws, cudaStream_t s);  // defined after the table

@@ -72,11 +72,23 @@ std::vector<float> run_step(const lesson04::SoftmaxStep& st, const std::vector<f
   return out;
 }
 
-// The steps to run on a shape: the ones that support it, the library only when asked for.
+// Why a step cannot run on this GPU in this build, whatever the shape ("" when it can): step 6 needs
+// sm_90 and its kernel's sm_90 code (a PTX-only compute_80 build holds none); the others run anywhere.
+std::string arch_na(const lesson04::SoftmaxStep& st) {
+  return st.launch.run == lesson04::launch_cluster ? lesson04::cluster_missing() : std::string();
+}
+
+// The steps to run on a shape: the ones that can run here and support it, the library only when
+// asked for. A step that cannot run here is skipped with its reason (said once).
 std::vector<int> steps_for(std::int64_t rows, std::int64_t cols, Dtype d, float scale, bool library) {
   std::vector<int> out;
   for (int i = 0; i < static_cast<int>(std::size(kSteps)); ++i) {
     if (kSteps[i].library && !library) continue;
+    if (const std::string why = arch_na(kSteps[i]); !why.empty()) {
+      static std::set<int> told;
+      if (told.insert(i).second) MESSAGE("step " << kSteps[i].name << " n/a: " << why);
+      continue;
+    }
     if (kSteps[i].launch.support(shape(rows, cols, d, scale), lesson04::device_caps()).empty()) out.push_back(i);
   }
   return out;
@@ -151,6 +163,7 @@ TEST_CASE("the step table: unique names, steps 1-7 then the library, the dispatc
     CHECK(names.insert(st.name).second);
     CHECK((st.launch.run != nullptr && st.launch.support != nullptr));
     CHECK(st.needs_sm == (std::string(st.name) == "cluster" ? 90 : 0));
+    CHECK((st.launch.run == lesson04::launch_cluster) == (st.needs_sm == 90));  // arch_na asks step 6 alone
   }
   CHECK(std::size(kSteps) == 8);
   CHECK(kSteps[std::size(kSteps) - 1].library);
@@ -340,12 +353,23 @@ TEST_CASE("the dispatcher: registers, then shared memory, then a cluster, online
   CHECK(choose_step(600001, Dtype::f32, 1, kH100) == 5);
   CHECK(choose_step(32768, Dtype::f32, 4, kA100) == 3);  // no clusters: the cache while it fits
   CHECK(choose_step(65536, Dtype::f32, 4, kA100) == 5);
+  // An H100 running a build without step 6's sm_90 code (PTX for compute_80 only): no clusters either.
+  CHECK(choose_step(32768, Dtype::f32, 4, kH100, false) == 3);
+  CHECK(choose_step(32768, Dtype::f16, 8, kH100, false) == 3);
+  CHECK(choose_step(50257, Dtype::f32, 1, kH100, false) == 3);
+  CHECK(choose_step(65536, Dtype::f32, 4, kH100, false) == 5);
+  CHECK(choose_step(2048, Dtype::f32, 4, kH100, false) == 2);
   for (int k : {1, 100, 4096, 8192, 50257, 131072, 600001})
     for (Dtype d : {Dtype::f32, Dtype::f16}) CHECK(choose_step(k, d, 4, kH100) != 4);  // step 4 never wins
   for (std::int64_t k = 1; k <= 1 << 20; k = k * 3 + 1) {
     for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
       const int s = choose_step(k, d, 1, kH100);
       CHECK(kSteps[s - 1].launch.support(shape(1, k, d), kH100).empty());  // never a step that says n/a
+      for (const lesson04::DeviceCaps& caps : {kH100, kA100}) {
+        const int t = choose_step(k, d, 1, caps, false);  // never step 6 where it cannot run
+        CHECK(t != 6);
+        CHECK(kSteps[t - 1].launch.support(shape(1, k, d), caps).empty());
+      }
     }
   }
 }
