@@ -61,10 +61,18 @@ __device__ __forceinline__ void scale_all(float (&v)[N], float scale) {
 
 // ---- introduced by step 3 (steps/03_block_cached.cuh), used by steps 3-6 --------------------------
 
-// Threads an H100 SM keeps resident at most (64 warps). Steps 3-6 ask the compiler for
-// __launch_bounds__(kThreads, kFullSmThreads / kThreads), i.e. at most 32 registers a thread, so that
-// registers never cap residency below what shared memory allows (see "Keep loads in flight").
+// Threads an SM keeps resident at most, on the architecture being compiled: 64 warps on the H100
+// (and sm_80, sm_100), 48 on sm_86, sm_89 and sm_120, 32 on sm_75. Steps 3-6 ask the compiler for
+// __launch_bounds__(kThreads, kFullSmThreads / kThreads), i.e. at most 32 registers a thread on the
+// H100, so that registers never cap residency below what shared memory allows (see "Keep loads in
+// flight"). (A larger count than the SM holds is ignored by ptxas, with a warning.)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+constexpr int kFullSmThreads = 1024;
+#elif defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ >= 1200)
+constexpr int kFullSmThreads = 1536;
+#else
 constexpr int kFullSmThreads = 2048;
+#endif
 
 // A pack size as a type, so that one loop body (a generic lambda) serves whole packs and single elements.
 template <int N>
