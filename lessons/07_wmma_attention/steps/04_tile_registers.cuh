@@ -1,7 +1,11 @@
 // Lesson 07, step 4 (tile part): the softmax on the mma.sync accumulator, in registers. The PTX
 // wrappers (kl::mma_16816, kl::ldmatrix_x4, kl::pack_half2) and the fragment layouts are in
-// common/ptx.cuh.
+// common/ptx.cuh. mma.sync m16n8k16 and ldmatrix need sm_80: below it the kernel is compiled out and
+// the launcher refuses the step (n/a); steps 1-3 (WMMA) are the tile ladder there.
 #pragma once
+#include <string>
+
+#include "common/arch.cuh"
 #include "common/ptx.cuh"
 #include "common/softmax_math.cuh"
 #include "lessons/07_wmma_attention/parts.cuh"
@@ -14,6 +18,7 @@ namespace lesson07 {
 // goes to the second product as its A operand straight from the registers. No float tile in shared
 // memory, no WMMA store/load.
 __global__ void tile_registers(Problem pr) {
+#if KL_ARCH_AT_LEAST(80)
   __shared__ __align__(16) __half sm[kTileWarps][3][kT * kT];
   const int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const std::int64_t tile = static_cast<std::int64_t>(blockIdx.x) * kTileWarps + w;
@@ -56,9 +61,12 @@ __global__ void tile_registers(Problem pr) {
     out[g * 8 + n * 4 + t] = kl::pack_half2(o[n][0] / l[0], o[n][1] / l[0]);
     out[(g + 8) * 8 + n * 4 + t] = kl::pack_half2(o[n][2] / l[1], o[n][3] / l[1]);
   }
+#endif
 }
 
 inline void launch_tile_registers(const Problem& p, Workspace&, cudaStream_t s) {
+  static const std::string why = kl::arch_missing(tile_registers, 80);  // "" where this build runs it
+  if (!why.empty()) throw kl::NotSupported(why);
   tile_registers<<<tile_blocks(p), 32 * kTileWarps, 0, s>>>(p);
   CUDA_CHECK_LAUNCH();
 }

@@ -1,7 +1,12 @@
 // Lesson 07, step 6 (flash part): the FA2 recipe on mma.sync. Step 5's loop over key tiles with Q, S, P
 // and O in registers, K and V streamed in by cp.async (two stages), read by ldmatrix from swizzled
-// tiles. The PTX wrappers and the fragment layouts are in common/ptx.cuh.
+// tiles. The PTX wrappers and the fragment layouts are in common/ptx.cuh. mma.sync m16n8k16, ldmatrix
+// and cp.async need sm_80: below it the kernel is compiled out and the launcher refuses the step (n/a);
+// step 5 (WMMA) is the flash step there.
 #pragma once
+#include <string>
+
+#include "common/arch.cuh"
 #include "common/ptx.cuh"
 #include "common/softmax_math.cuh"
 #include "lessons/07_wmma_attention/parts.cuh"
@@ -145,6 +150,7 @@ __device__ __forceinline__ void store_output(__half* o_head, const float (&o)[D 
 // a warp whose rows are all above a causal key tile skips it.
 template <int D, bool kCausal>
 __global__ void __launch_bounds__(kMmaWarps * 32, D == 64 ? 2 : 1) flash_mma(Problem p) {
+#if KL_ARCH_AT_LEAST(80)
   extern __shared__ __align__(128) unsigned char smem[];
   __half* kst = reinterpret_cast<__half*>(smem);  // [2 stages][kBc * D] for K, then the same for V
   __half* vst = kst + 2 * kBc * D;
@@ -189,6 +195,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32, D == 64 ? 2 : 1) flash_mma(Pro
     __syncthreads();  // every warp is done with this stage before the next cp.async overwrites it
   }
   store_output<D>(p.o + base, o, l, row0, t, p.seq);
+#endif
 }
 
 template <int D>
@@ -196,11 +203,19 @@ constexpr std::size_t flash_mma_smem() {
   return 2 * 2 * kBc * D * 2;  // K and V, two stages
 }
 
+// One instance, refused first where it was compiled out of this build or the GPU is older than sm_80.
+template <int D, bool kCausal>
+void launch_flash_mma_as(const Problem& p, cudaStream_t s) {
+  static const std::string why = kl::arch_missing(flash_mma<D, kCausal>, 80);  // "" where this build runs it
+  if (!why.empty()) throw kl::NotSupported(why);
+  launch_with_smem<flash_mma<D, kCausal>>(flash_mma_smem<D>(), kMmaWarps, p, s);
+}
+
 inline void launch_flash_mma(const Problem& p, Workspace&, cudaStream_t s) {
-  if (p.dim == 64 && p.causal) launch_with_smem<flash_mma<64, true>>(flash_mma_smem<64>(), kMmaWarps, p, s);
-  else if (p.dim == 64) launch_with_smem<flash_mma<64, false>>(flash_mma_smem<64>(), kMmaWarps, p, s);
-  else if (p.causal) launch_with_smem<flash_mma<128, true>>(flash_mma_smem<128>(), kMmaWarps, p, s);
-  else launch_with_smem<flash_mma<128, false>>(flash_mma_smem<128>(), kMmaWarps, p, s);
+  if (p.dim == 64 && p.causal) launch_flash_mma_as<64, true>(p, s);
+  else if (p.dim == 64) launch_flash_mma_as<64, false>(p, s);
+  else if (p.causal) launch_flash_mma_as<128, true>(p, s);
+  else launch_flash_mma_as<128, false>(p, s);
 }
 
 }  // namespace lesson07
