@@ -65,7 +65,7 @@ constexpr int kFullSortK = 32;
 
 // The sum of v over the warp's 32 lanes, in every lane: one instruction (__reduce_add_sync) on sm_80+,
 // a butterfly of 5 shuffles below, so that steps 4-7 run on every GPU from sm_75.
-__device__ __forceinline__ unsigned warp_sum(unsigned v) {
+__device__ __forceinline__ int warp_sum(int v) {
 #if KL_ARCH_AT_LEAST(80)
   return __reduce_add_sync(kl::kFullMask, v);
 #else
@@ -89,7 +89,7 @@ __device__ __forceinline__ void offer_pack(Selection& sel, bool valid, const kl:
 #pragma unroll
   for (int i = 0; i < P; ++i) marked |= valid && !(v[i] < sel.threshold) ? 1u << i : 0u;
   int incoming = 32 * P;  // at most
-  if (k > kFullSortK) incoming = static_cast<int>(warp_sum(__popc(marked)));
+  if (k > kFullSortK) incoming = warp_sum(__popc(marked));
   if (sel.count + incoming > sel.cap) keep_best(sel, k, lane);
   while (__any_sync(kl::kFullMask, marked != 0)) {
     const int i = __ffs(marked) - 1;
