@@ -54,7 +54,8 @@ struct Launch {
 
 using Step = kl::Step<Launch>;
 
-// needs_sm 80: the selection of steps 4-6 counts the warp's candidates with __reduce_add_sync.
+// Every step runs on any GPU from sm_75: the selection of steps 4-6 counts the warp's candidates
+// with __reduce_add_sync on sm_80+ and with shuffles below (warp_sum).
 inline const std::vector<Step> kSteps = {
     {"unfused", "lesson 04 softmax writes R x V probs; cub segmented radix sort; keep K", {launch_unfused, false}},
     {"warp_per_row",
@@ -63,20 +64,12 @@ inline const std::vector<Step> kSteps = {
     {"warp_vector", "step 2 + 16-byte loads + early reject below each lane's K-th best", {launch_warp_vector, true}},
     {"warp_select",
      "one K-best list per warp: a shared threshold, candidates appended to shared memory",
-     {launch_warp_select, true},
-     false,
-     80},
+     {launch_warp_select, true}},
     {"block_per_row",
      "a block per row: 8 warps select, warp 0 sorts their lists together",
-     {launch_block_per_row, true},
-     false,
-     80},
-    {"split_row",
-     "a row split over blocks + a second kernel merging the slices (decode)",
-     {launch_split_row, true},
-     false,
-     80},
-    {"dispatch", "picks step 4, 5 or 6 by R and V", {launch_dispatch, true}, false, 80},
+     {launch_block_per_row, true}},
+    {"split_row", "a row split over blocks + a second kernel merging the slices (decode)", {launch_split_row, true}},
+    {"dispatch", "picks step 4, 5 or 6 by R and V", {launch_dispatch, true}},
 };
 
 inline constexpr int kDispatchStep = 7;

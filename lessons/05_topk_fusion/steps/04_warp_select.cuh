@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "common/arch.cuh"
 #include "common/pack.cuh"
 #include "lessons/05_topk_fusion/parts.cuh"
 
@@ -62,6 +63,18 @@ __device__ __forceinline__ void offer(Selection& sel, bool valid, float v, int i
 // a sort at most k + 32 P keys are held, which fits every buffer (k <= 64).
 constexpr int kFullSortK = 32;
 
+// The sum of v over the warp's 32 lanes, in every lane: one instruction (__reduce_add_sync) on sm_80+,
+// a butterfly of 5 shuffles below, so that steps 4-7 run on every GPU from sm_75.
+__device__ __forceinline__ int warp_sum(int v) {
+#if KL_ARCH_AT_LEAST(80)
+  return __reduce_add_sync(kl::kFullMask, v);
+#else
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(kl::kFullMask, v, offset);
+  return v;
+#endif
+}
+
 // A pack of P logits per lane (kept in the input type until needed): when no lane's pack max
 // reaches the threshold, which is almost always, the whole warp moves on after one vote. Otherwise
 // each lane marks its logits that are in, and every round appends each lane's lowest marked one:
@@ -76,7 +89,7 @@ __device__ __forceinline__ void offer_pack(Selection& sel, bool valid, const kl:
 #pragma unroll
   for (int i = 0; i < P; ++i) marked |= valid && !(v[i] < sel.threshold) ? 1u << i : 0u;
   int incoming = 32 * P;  // at most
-  if (k > kFullSortK) incoming = static_cast<int>(__reduce_add_sync(kl::kFullMask, __popc(marked)));
+  if (k > kFullSortK) incoming = warp_sum(__popc(marked));
   if (sel.count + incoming > sel.cap) keep_best(sel, k, lane);
   while (__any_sync(kl::kFullMask, marked != 0)) {
     const int i = __ffs(marked) - 1;
