@@ -2,6 +2,7 @@
 // the steps. Here: the choice of the compiled epilogue, split-K, the dispatcher, the cuBLAS
 // baselines, the float64 reference's CPU/GPU choice, and the table of steps that main.cu and test.cu
 // walk (a new step is benchmarked and tested by adding one entry). A student may skip this file.
+// Steps 6-7 need sm_80 (cp.async); below it gemm() and the dispatcher use step 5's kernel instead.
 #pragma once
 #include <cublas_v2.h>
 
@@ -11,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/arch.cuh"
 #include "common/buffer.cuh"
 #include "common/device.cuh"
 #include "common/ladder.hpp"
@@ -103,7 +105,7 @@ __global__ void split_k_reduce(Problem p, const float* partial, int slices) {
 
 // ---- the dispatcher -------------------------------------------------------------------------------
 
-enum class Path { naive, tiled, unaligned, small_tiles, split_k };
+enum class Path { naive, tiled, unaligned, small_tiles, split_k, double_buffer };
 
 struct Plan {
   Path path;
@@ -116,9 +118,11 @@ constexpr double kNaiveBelow = 1 << 25;  // M*N*K: launch-bound either way, and 
 // to the tuned kernel, or, when A's or B's rows are not 16-byte aligned (K or N not a multiple of 4),
 // to SplitCfg's smaller tiles, which hide the slower 4-byte copies better; the rest to SplitCfg's
 // tiles too, with K split so that about two of them per SM have work, each slice at least 256 deep
-// (one slice when K is too short to split: small_tiles).
-inline Plan plan(int m, int n, int k, int sms, bool aligned = true) {
+// (one slice when K is too short to split: small_tiles). Where step 6's kernel cannot run
+// (warp_tiled false: below sm_80), everything but the naive kernel's problems goes to step 5's.
+inline Plan plan(int m, int n, int k, int sms, bool aligned = true, bool warp_tiled = true) {
   if (static_cast<double>(m) * n * k <= kNaiveBelow) return {Path::naive, 1};
+  if (!warp_tiled) return {Path::double_buffer, 1};
   const std::int64_t tiles = std::int64_t{(m + Tuned::BM - 1) / Tuned::BM} * ((n + Tuned::BN - 1) / Tuned::BN);
   if (10 * tiles >= 9 * sms) return {aligned ? Path::tiled : Path::unaligned, 1};
   const std::int64_t split_tiles =
@@ -163,10 +167,21 @@ void launch_plain_or_runtime(const Problem& p, cudaStream_t s) {
   else launch_warp_tiled<Cfg, Runtime>(p, s);
 }
 
-// The fused kernel for whatever the plan says, with the problem's epilogue.
+// Why step 6's kernel cannot run here ("" when it can): cp.async needs sm_80, and the kernel is
+// compiled out of code for older architectures. Asked once, of one instantiation: all of them are
+// compiled for the same architectures.
+inline const std::string& warp_tiled_missing() {
+  static const std::string why = kl::arch_missing(gemm_warp_tiled<Tuned, NoEpilogue>, 80);
+  return why;
+}
+
+// The fused kernel for whatever the plan says, with the problem's epilogue; below sm_80, step 5's
+// kernel, whose run-time epilogue computes the whole problem in the same pass.
 inline void launch_fused(const Problem& p, Workspace& ws, cudaStream_t s) {
-  const Plan pl = plan(p.m, p.n, p.k, kl::sm_count(), aligned16(p.a, p.lda) && aligned16(p.b, p.ldb));
+  const Plan pl =
+      plan(p.m, p.n, p.k, kl::sm_count(), aligned16(p.a, p.lda) && aligned16(p.b, p.ldb), warp_tiled_missing().empty());
   if (pl.path == Path::naive) launch_naive(p, s);
+  else if (pl.path == Path::double_buffer) launch_double_buffer(p, s);
   else if (pl.path == Path::split_k) launch_split_k<SplitCfg>(p, pl.slices, ws, s);
   else if (pl.path == Path::unaligned || pl.path == Path::small_tiles) launch_plain_or_runtime<SplitCfg>(p, s);
   else with_epilogue(p, [&](auto epi) { launch_warp_tiled<Tuned, decltype(epi)>(p, s); });
@@ -244,6 +259,14 @@ void plain_step(const Problem& p, Workspace&, cudaStream_t s) {
 
 inline void launch_tuned(const Problem& p, Workspace& ws, cudaStream_t s) { launch_fused(plain(p), ws, s); }
 
+// Steps 6 and 7 in the table: n/a (kl::NotSupported) where step 6's kernel cannot run, instead of the
+// dispatcher's fallback to step 5 (which gemm() takes).
+template <Launcher L>
+void warp_tiled_step(const Problem& p, Workspace& ws, cudaStream_t s) {
+  if (const std::string& why = warp_tiled_missing(); !why.empty()) throw kl::NotSupported(why);
+  L(p, ws, s);
+}
+
 // {name, idea, {launcher, epilogue}, library, needs_sm}: steps 6-7 use cp.async (sm_80).
 inline const std::vector<GemmStep> kSteps = {
     {"naive", "one thread per D element, A and B from global memory", {plain_step<launch_naive>}},
@@ -257,12 +280,12 @@ inline const std::vector<GemmStep> kSteps = {
      {plain_step<launch_double_buffer>}},
     {"warp_tiled",
      "warp tiles of 4x4 quadrants, 3-stage cp.async, fragments read ahead, tuned 128x256x16 tiles, 8x8 a thread",
-     {launch_tuned},
+     {warp_tiled_step<launch_tuned>},
      false,
      80},
     {"fused_epilogue",
      "step 6 + bias and activation in the kernel (template per epilogue)",
-     {launch_fused, true},
+     {warp_tiled_step<launch_fused>, true},
      false,
      80},
     {"cublas", "cublasSgemm, FP32 (no TF32)", {launch_cublas}, true},
@@ -278,9 +301,12 @@ inline void run_step(const GemmStep& st, const Problem& p, Workspace& ws, cudaSt
   st.launch.run(p, ws, s);
 }
 
-// The public API: D = act(alpha A B + beta C + bias) through the dispatcher (step 7).
+// The public API: D = act(alpha A B + beta C + bias) through the dispatcher (step 7; below sm_80,
+// step 5's kernel). Validates first; M, N or K = 0 launches nothing.
 inline void gemm(const Problem& p, Workspace& ws, cudaStream_t s = nullptr) {
-  run_step(kSteps[kFusedStep - 1], p, ws, s);
+  validate(p);
+  if (p.m == 0 || p.n == 0 || p.k == 0) return;
+  launch_fused(p, ws, s);
 }
 
 }  // namespace lesson06

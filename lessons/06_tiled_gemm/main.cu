@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
        "activation of step 7 and cublas+epilogue: none, relu, leaky, gelu_tanh, gelu_erf (default gelu_tanh)", false},
       {"slope", Option::text, "LeakyReLU's slope for x < 0 (default 0.01)", false},
       {"tune", Option::flag,
-       "time step 6's candidate tile configurations with K split 1, 2, 4, 8 ways, at the shape (or the sweep's)",
+       "time step 6's candidate tile configurations with K split 1, 2, 4, 8 ways, at the shape (or the sweep's); "
+       "below sm_80 step 5's kernel",
        false},
   };
   l.sweep_help = "M = N = K = 256 ... 8192, and 4097^3, 1000 x 3000 x 777, 8192 x 64 x 8192";

@@ -4,7 +4,9 @@
 // "gpu" suite runs every step on fresh inputs over many shapes (tails in M, N and K, tiny to 4097^3,
 // skinny), every epilogue on each of the dispatcher's three paths, alpha = 0, C = nullptr, C aliasing
 // D, leading dimensions larger than the width and unaligned pointers, a NaN in A reaching exactly its
-// row of D, and M, N or K = 0; outputs poisoned before each run.
+// row of D, and M, N or K = 0; outputs poisoned before each run. A step that cannot run here (steps 6-7
+// below sm_80, or compiled out of this build) is skipped with its reason; the public API, which then
+// falls back to step 5, is checked with the steps.
 #include <doctest/doctest.h>
 
 #include <array>
@@ -22,6 +24,7 @@
 
 using lesson06::Act;
 using lesson06::Bias;
+using lesson06::GemmStep;
 using lesson06::kSteps;
 using lesson06::Path;
 using lesson06::Problem;
@@ -99,25 +102,43 @@ void make_operands(Operands& o, const Case& c, std::uint64_t salt) {
   if (c.bias != Bias::none) o.p.bias = o.dbias.data() + c.offset;
 }
 
-// Runs the steps `which` selects on fresh inputs for one case and checks each: its error against the
-// float64 reference (the full epilogue or the GEMM part, as the step computes), and D's padding
-// columns untouched.
+// The public API as a step: what the dispatcher runs, step 5's kernel where steps 6-7 cannot run.
+const GemmStep kApi{"gemm()", "the public API", {lesson06::gemm, true}};
+
+// Runs step st; false, with its reason as a message, where it is n/a here (steps 6-7 below sm_80, or
+// compiled out of this build): skipped, neither failed nor passed.
+bool run_or_skip(const GemmStep& st, const Problem& p, lesson06::Workspace& ws) {
+  try {
+    lesson06::run_step(st, p, ws, nullptr);
+  } catch (const kl::NotSupported& e) {
+    MESSAGE("step " << st.name << " n/a: " << e.what());
+    return false;
+  }
+  return true;
+}
+
+// Runs the steps `which` selects (and the public API, with `api`) on fresh inputs for one case and
+// checks each: its error against the float64 reference (the full epilogue or the GEMM part, as the
+// step computes), and D's padding columns untouched.
 template <class Which>
-void check_case(const Case& c, Which&& which, std::uint64_t salt = 0) {
+void check_case(const Case& c, Which&& which, std::uint64_t salt = 0, bool api = false) {
   CAPTURE(describe(c));
   Operands o;
   make_operands(o, c, salt);
   const Problem& p = o.p;
   lesson06::Workspace ws;
   const lesson06::Reference ref = lesson06::reference(o.a.data(), p.lda, o.b.data(), p.ldb, c.m, c.n, c.k, ws);
-  for (int i = 0; i < static_cast<int>(std::size(kSteps)); ++i) {
-    if (!which(i)) continue;
-    const lesson06::GemmStep& st = kSteps[i];
+  std::vector<const GemmStep*> steps;
+  for (int i = 0; i < static_cast<int>(std::size(kSteps)); ++i)
+    if (which(i)) steps.push_back(&kSteps[i]);
+  if (api) steps.push_back(&kApi);
+  for (const GemmStep* step : steps) {
+    const GemmStep& st = *step;
     CAPTURE(st.name);
     o.dd.poison();
     if (c.in_place)
       CUDA_CHECK(cudaMemcpy(p.d, o.host.c.data(), o.host.c.size() * sizeof(float), cudaMemcpyHostToDevice));
-    lesson06::run_step(st, p, ws, nullptr);
+    if (!run_or_skip(st, p, ws)) continue;
     CUDA_CHECK(cudaDeviceSynchronize());
     const auto got = o.dd.download();
     const std::vector<float> d(got.begin() + c.offset, got.end());
@@ -274,6 +295,14 @@ TEST_CASE("the dispatcher: naive when tiny, the tuned tiles with ~a tile per SM,
   CHECK(plan(512, 512, 512, kH100Sms).slices == 2);  // slices at least 256 deep
   CHECK(plan(512, 512, 256, kH100Sms).path == Path::small_tiles);
   CHECK(plan(300, 64, 2048, kH100Sms).slices == 8);
+  // without step 6's kernel (below sm_80): step 5's kernel for all but the naive kernel's problems
+  CHECK(plan(256, 256, 512, kH100Sms, true, false).path == Path::naive);
+  for (auto [m, n, k] : {std::array<int, 3>{4096, 4096, 4096}, {1000, 3000, 777}, {8192, 64, 8192}, {300, 64, 2048}})
+    for (bool aligned : {true, false}) {
+      const lesson06::Plan pl = plan(m, n, k, kH100Sms, aligned, false);
+      CHECK(pl.path == Path::double_buffer);
+      CHECK(pl.slices == 1);
+    }
   for (int k : {1, 7, 256, 777, 8192}) {
     for (int slices : {1, 2, 3, 9, 16}) {
       const int depth = lesson06::slice_depth(k, slices, 8);
@@ -379,7 +408,7 @@ TEST_SUITE("gpu") {
             c.bias = bias;
             c.act = act;
             c.beta = beta;
-            check_case(c, epilogue_steps);
+            check_case(c, epilogue_steps, 0, true);
           }
     }
     if (kl::sm_count() == kH100Sms) {
@@ -444,10 +473,14 @@ TEST_SUITE("gpu") {
       Problem p{da.data(), db.data(), nullptr, dd.data(), dbias.data(), c.m, c.n, c.k, c.k, c.n, c.n, c.n};
       p.bias_kind = Bias::n;
       p.act = Act::gelu_tanh;
-      for (const auto& st : kSteps) {
+      std::vector<const GemmStep*> steps;
+      for (const auto& st : kSteps) steps.push_back(&st);
+      steps.push_back(&kApi);
+      for (const GemmStep* step : steps) {
+        const GemmStep& st = *step;
         CAPTURE(st.name);
         dd.poison(0x3C);  // finite: an unwritten element of the NaN rows fails
-        lesson06::run_step(st, p, ws, nullptr);
+        if (!run_or_skip(st, p, ws)) continue;
         CUDA_CHECK(cudaDeviceSynchronize());
         const auto d = dd.download();
         int wrong = 0;
@@ -456,6 +489,25 @@ TEST_SUITE("gpu") {
         CHECK(wrong == 0);
       }
     }
+  }
+
+  TEST_CASE("steps 6-7 are n/a where step 6's kernel cannot run (below sm_80, or compiled out); gemm() is not") {
+    Operands o;
+    make_operands(o, Case{512, 512, 512}, 0);
+    lesson06::Workspace ws;
+    const std::string why = lesson06::warp_tiled_missing();
+    int dev = 0, major = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    if (major < 8) CHECK_FALSE(why.empty());
+    if (!why.empty()) MESSAGE("steps 6-7 n/a: " << why);
+    for (int i : {5, 6}) {
+      CAPTURE(kSteps[i].name);
+      if (why.empty()) CHECK_NOTHROW(lesson06::run_step(kSteps[i], o.p, ws, nullptr));
+      else CHECK_THROWS_AS(lesson06::run_step(kSteps[i], o.p, ws, nullptr), kl::NotSupported);
+    }
+    CHECK_NOTHROW(lesson06::gemm(o.p, ws));
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
   }
 
   TEST_CASE("M, N or K = 0 is a no-op: nothing launched, D untouched") {
@@ -484,7 +536,7 @@ TEST_SUITE("gpu") {
       c.act = Act::gelu_erf;
       if (sanitizing()) c.m = std::min(c.m, 512);
       check_case(
-          c, [](int i) { return i == lesson06::kFusedStep - 1; }, 7);
+          c, [](int i) { return i == lesson06::kFusedStep - 1; }, 7, true);
     }
     const int m = 300, n = 64, k = 2048;  // split-K: the workspace grows on the first call
     const auto a = kl::normal_floats(m * k, 0, 1, kl::seed_for(611));
@@ -493,7 +545,7 @@ TEST_SUITE("gpu") {
     kl::DeviceBuffer<float> dd(m * n);
     lesson06::Workspace ws;
     const Problem p{da.data(), db.data(), nullptr, dd.data(), nullptr, m, n, k, k, n, n, n};
-    REQUIRE(lesson06::plan(m, n, k, kl::sm_count()).path == Path::split_k);
+    REQUIRE(lesson06::plan(m, n, k, kl::sm_count()).path == Path::split_k);  // step 5's kernel below sm_80
     cudaStream_t s;
     CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     lesson06::gemm(p, ws, s);

@@ -40,23 +40,33 @@ inline constexpr Candidate kCandidates[] = {
     {"64x64x16 8x8", launch_candidate<Config<64, 64, 16, 2, 3>>},
 };
 
-// Every candidate on the plain problem p, checked and timed like a step; rows labelled "tune".
+// Every candidate on the plain problem p, checked and timed like a step; rows labelled "tune". Where
+// step 6's kernel cannot run (below sm_80), step 5's kernel, which the dispatcher uses there, instead.
 inline std::vector<kl::Row> run_tune(const Shape& sh, kl::Context<Launch>& cx, const kl::Trial& t, const Problem& p,
                                      Workspace& ws) {
   std::vector<kl::Row> rows;
+  const auto time_row = [&](const std::string& name, auto&& launch) {
+    kl::Row row = t.proto;
+    row.step = "tune";
+    row.name = name;
+    t.poison();
+    launch(cx.timer.stream());  // the check run, which also warms up and grows the workspace
+    CUDA_CHECK(cudaStreamSynchronize(cx.timer.stream()));
+    kl::record_check(row, cx.check, t.error, t.tolerance);
+    kl::time_if_ok(cx.timer, row, launch, kl::TimingOptions{cx.reps, cx.slow_ms});
+    rows.push_back(row);
+  };
+  if (const std::string& why = warp_tiled_missing(); !why.empty()) {
+    time_row("double_buffer 128x128x16 8x8", [&](cudaStream_t s) { launch_double_buffer(p, s); });
+    kl::print_table(std::cout, rows, cx.limits);
+    std::printf("tune: step 6's candidates n/a: %s; timed step 5's kernel, which gemm() runs here\n", why.c_str());
+    return rows;
+  }
   for (const auto& cand : kCandidates) {
     for (int slices : {1, 2, 4, 8}) {
       if (slices > 1 && sh.k / slices < 64) continue;
-      const auto launch = [&](cudaStream_t s) { cand.launch(p, slices, ws, s); };
-      kl::Row row = t.proto;
-      row.step = "tune";
-      row.name = std::string(cand.name) + " split " + std::to_string(slices);
-      t.poison();
-      launch(cx.timer.stream());  // the check run, which also warms up and grows the workspace
-      CUDA_CHECK(cudaStreamSynchronize(cx.timer.stream()));
-      kl::record_check(row, cx.check, t.error, t.tolerance);
-      kl::time_if_ok(cx.timer, row, launch, kl::TimingOptions{cx.reps, cx.slow_ms});
-      rows.push_back(row);
+      time_row(std::string(cand.name) + " split " + std::to_string(slices),
+               [&](cudaStream_t s) { cand.launch(p, slices, ws, s); });
     }
   }
   kl::print_table(std::cout, rows, cx.limits);
@@ -77,8 +87,9 @@ inline void fp32_limit(kl::Limits& l, const kl::DeviceInfo& dev) {
 
 inline std::string plan_text(const Shape& sh) {
   const bool aligned = sh.k % 4 == 0 && sh.n % 4 == 0;  // the executable's A and B start 16-byte aligned
-  const Plan pl = plan(sh.m, sh.n, sh.k, kl::sm_count(), aligned);
+  const Plan pl = plan(sh.m, sh.n, sh.k, kl::sm_count(), aligned, warp_tiled_missing().empty());
   if (pl.path == Path::naive) return "the naive kernel (tiny problem)";
+  if (pl.path == Path::double_buffer) return "step 5's double-buffered kernel, 128x128x16 tiles (no cp.async)";
   if (pl.path == Path::tiled) return "the tuned warp-tiled kernel, 128x256x16 tiles, 8x8 per thread";
   if (pl.path == Path::unaligned)
     return "the warp-tiled kernel with 128x64x16 tiles (rows of A or B not 16-byte aligned)";
@@ -125,7 +136,8 @@ inline std::vector<kl::Row> run_shape(const Shape& sh, kl::Context<Launch>& cx, 
       run_step(st, in.p, ws, s);
     });
   }
-  std::printf("steps 6-7 ran %s\n", plan_text(sh).c_str());
+  if (warp_tiled_missing().empty()) std::printf("steps 6-7 ran %s\n", plan_text(sh).c_str());
+  else std::printf("steps 6-7 n/a; gemm() runs %s\n", plan_text(sh).c_str());
   return rows;
 }
 

@@ -1,11 +1,15 @@
 // Lesson 06, step 6: warp tiling, a 3-stage cp.async pipeline, tuned tile sizes. The kernel is a
 // template over its tile configuration (Config) and its epilogue (Epi): the plain GEMM here, the
 // fused epilogue in step 7. blockIdx.z selects a K slice, which the dispatcher's split-K uses.
+// cp.async needs sm_80: the kernel is compiled out below it, and its launcher refuses it there.
 #pragma once
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 
+#include "common/arch.cuh"
 #include "common/check.cuh"
+#include "common/ladder.hpp"
 #include "common/ptx.cuh"
 #include "lessons/06_tiled_gemm/parts.cuh"
 
@@ -114,6 +118,7 @@ template <class Cfg, class Epi>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     gemm_warp_tiled(Problem p, int k_slice, std::int64_t slice_stride) {
   static_assert(Cfg::BK % 2 == 0, "fragments alternate between two register sets");
+#if KL_ARCH_AT_LEAST(80)  // cp.async; below sm_80 the body is empty and launch_warp_tiled refuses the kernel
   extern __shared__ __align__(16) float smem[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int wm = warp / Cfg::kWarpsN * 16 * Cfg::Q + lane / 8 * 4, wn = warp % Cfg::kWarpsN * 64 + lane % 8 * 4;
@@ -160,12 +165,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     for (int h = 0; h < 2; ++h)
       store4<Epi>(p, d, vec_d, m0 + wm + i % 4 + 16 * (i / 4), n0 + wn + 32 * h,
                   make_float4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]));
+#endif
 }
 
 // Launches gemm_warp_tiled over `slices` K slices of `depth`; shared memory is dynamic, and a kernel
-// that needs more than 48 KB asks for it once.
+// that needs more than 48 KB asks for it once. Throws kl::NotSupported where the kernel cannot run
+// (a GPU older than sm_80, or code compiled for one), asked once.
 template <class Cfg, class Epi>
 void launch_warp_tiled(const Problem& p, cudaStream_t s, int slices = 1, int depth = 0, std::int64_t slice_stride = 0) {
+  static const std::string why = kl::arch_missing(gemm_warp_tiled<Cfg, Epi>, 80);
+  if (!why.empty()) throw kl::NotSupported(why);
   static const bool opted_in =
       Cfg::kSmemBytes <= (48 << 10) ||
       cudaFuncSetAttribute(gemm_warp_tiled<Cfg, Epi>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes) ==
