@@ -120,20 +120,25 @@ struct Trial {
   double tolerance;               // a step passes at error <= tolerance
 };
 
-// Per chosen step: poison the output, run it once (the check run, also the warm-up), check it
-// against the reference, and time it only if it passed. A step whose needs_sm is newer than the GPU,
-// or whose launcher throws NotSupported (e.g. kl::arch_missing: compiled out of this build), is n/a
-// with its reason. Prints the table and the n/a notes; returns the rows.
-template <class Launch, class RunStep>
-std::vector<Row> run_steps(Context<Launch>& cx, const Trial& t, RunStep&& run_step) {
+// The rows of some chosen steps on one trial, and the n/a notes; run_steps prints them.
+struct Measured {
   std::vector<Row> rows;
   std::vector<std::string> notes;
-  for (int i : cx.chosen) {
+};
+
+// Per step of `which`: poison the output, run it once (the check run, also the warm-up), check it
+// against the reference, and time it only if it passed. A step whose needs_sm is newer than the GPU,
+// or whose launcher throws NotSupported (e.g. kl::arch_missing: compiled out of this build), is n/a
+// with its reason.
+template <class Launch, class RunStep>
+Measured measure_steps(Context<Launch>& cx, const std::vector<int>& which, const Trial& t, RunStep&& run_step) {
+  Measured m;
+  for (int i : which) {
     const Step<Launch>& st = cx.steps[i];
     const int cc = cx.dev.cc_major * 10 + cx.dev.cc_minor;
     if (st.needs_sm > cc) {
-      notes.push_back(step_label(cx.steps, i) + " " + st.name + ": n/a: needs sm_" + std::to_string(st.needs_sm) +
-                      " (this GPU is sm_" + std::to_string(cc) + ")");
+      m.notes.push_back(step_label(cx.steps, i) + " " + st.name + ": n/a: needs sm_" + std::to_string(st.needs_sm) +
+                        " (this GPU is sm_" + std::to_string(cc) + ")");
       continue;
     }
     auto launch = [&](cudaStream_t s) { run_step(st, s); };
@@ -141,7 +146,7 @@ std::vector<Row> run_steps(Context<Launch>& cx, const Trial& t, RunStep&& run_st
     try {
       launch(cx.timer.stream());
     } catch (const NotSupported& e) {
-      notes.push_back(step_label(cx.steps, i) + " " + st.name + ": n/a: " + e.what());
+      m.notes.push_back(step_label(cx.steps, i) + " " + st.name + ": n/a: " + e.what());
       continue;
     }
     CUDA_CHECK(cudaStreamSynchronize(cx.timer.stream()));
@@ -151,11 +156,22 @@ std::vector<Row> run_steps(Context<Launch>& cx, const Trial& t, RunStep&& run_st
     row.library = st.library;
     record_check(row, cx.check, t.error, t.tolerance);
     time_if_ok(cx.timer, row, launch, TimingOptions{cx.reps, cx.slow_ms});
-    rows.push_back(row);
+    m.rows.push_back(row);
   }
-  print_table(std::cout, rows, cx.limits);
-  for (const auto& note : notes) std::printf("%s\n", note.c_str());
-  return rows;
+  return m;
+}
+
+inline void print_measured(const Measured& m, const Limits& l) {
+  print_table(std::cout, m.rows, l);
+  for (const auto& note : m.notes) std::printf("%s\n", note.c_str());
+}
+
+// Every chosen step on one trial (measure_steps), then the table and the n/a notes; returns the rows.
+template <class Launch, class RunStep>
+std::vector<Row> run_steps(Context<Launch>& cx, const Trial& t, RunStep&& run_step) {
+  const Measured m = measure_steps(cx, cx.chosen, t, run_step);
+  print_measured(m, cx.limits);
+  return m.rows;
 }
 
 // ---- the command line ------------------------------------------------------------------------------

@@ -71,7 +71,7 @@ inline void whole_numbers_exact(const std::vector<SumStep>& steps) {
       const std::string step = steps[i].name;
       CAPTURE(n);
       CAPTURE(step);
-      CHECK(run(steps[i].launch.fn, x.data(), n) == exact);
+      if (runs_whole(steps[i], n)) CHECK(run(steps[i].launch.fn, x.data(), n) == exact);
     }
   }
 }
@@ -90,7 +90,7 @@ inline void real_values_within_tolerance(const std::vector<SumStep>& steps) {
         CAPTURE(n);
         CAPTURE(dist);
         CAPTURE(step);
-        CHECK(sum_close(run(steps[i].launch.fn, x.data(), n), ref, n));
+        if (runs_whole(steps[i], n)) CHECK(sum_close(run(steps[i].launch.fn, x.data(), n), ref, n));
       }
     }
   }
@@ -165,6 +165,7 @@ inline void special_values(const std::vector<SumStep>& steps) {
 // 2^28 values of 1e30: the sum, 2.68e38, is 79 % of FLT_MAX; no step may overflow on the way.
 // A step with one accumulator stalls at exactly 2^124 = 2.13e37, 12.6x too small: from there 1e30
 // is less than half an ulp of the sum and every addition rounds back down. The others must be right.
+// A step that never runs 2^28 values (most_n) is left out.
 inline void large_magnitudes(const std::vector<SumStep>& steps) {
   if (sanitizing()) return;  // 1 GiB: too slow under compute-sanitizer
   const std::size_t n = std::size_t{1} << 28;
@@ -172,6 +173,7 @@ inline void large_magnitudes(const std::vector<SumStep>& steps) {
   const SumRef ref = ref_sum(host.data(), n);
   const DeviceBuffer<float> x(host);
   for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (!runs_whole(steps[i], n)) continue;
     const std::string step = steps[i].name;
     CAPTURE(step);
     const float got = run(steps[i].launch.fn, x.data(), n);

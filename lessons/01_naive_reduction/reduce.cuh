@@ -11,9 +11,10 @@
 
 namespace lesson01 {
 
-// {name, idea, {launcher, deterministic, one accumulator}, library}
+// {name, idea, {launcher, deterministic, one accumulator, most n}, library}. Step 1 runs at most 2^22
+// values (~0.15 s on an H100; 2^26 take 2.4 s) and its time is scaled to n.
 inline const std::vector<kl::SumStep> kSteps = {
-    {"one_thread", "one thread reads and adds all n values", {launch_one_thread, true, true}},
+    {"one_thread", "one thread reads and adds all n values", {launch_one_thread, true, true, std::size_t{1} << 22}},
     {"atomic_per_element",
      "every thread atomicAdds its element into the result (float atomics: last bits vary)",
      {launch_atomic_per_element, false, true}},

@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
       {"rows", kl::Option::size, "rows of logits (default 4096); N or 2^E"},
       {"vocab", kl::Option::size, "logits per row, the softmax dimension (default 50257)"},
       {"k", kl::Option::size, "probabilities kept per row, 1 to 64 and at most V (default 10)"},
+      {"logits", kl::Option::text,
+       "normal (default: normal(0, 2)), masked (20 finite per row, the rest -inf) or equal (all 1)", false},
   };
   lesson.dtypes = {"f32", "f16", "bf16"};
   lesson.sweep_help =

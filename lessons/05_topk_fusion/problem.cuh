@@ -7,6 +7,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -155,15 +156,29 @@ inline double max_error(const std::vector<float>& prob, const std::vector<int>& 
 
 // ---- shapes and inputs ----------------------------------------------------------------------------
 
+// The logits of a run (--logits): normal(0, 2); masked: 20 finite logits per row, the others -inf
+// (masked decoding, fewer than K candidates); equal: every logit 1 (all ties).
+enum class Logits { normal, masked, equal };
+constexpr int kMaskedFinite = 20;
+
 struct Shape {
   std::int64_t rows;
   int vocab, k;
+  Logits logits = Logits::normal;
 };
 
 constexpr Shape kDefaultShape{4096, 50257, 10};
 
 inline std::string shape_text(const Shape& sh) {
-  return "RxVxK=" + std::to_string(sh.rows) + "x" + std::to_string(sh.vocab) + "x" + std::to_string(sh.k);
+  const char* kind = sh.logits == Logits::masked ? ";masked" : sh.logits == Logits::equal ? ";equal" : "";
+  return "RxVxK=" + std::to_string(sh.rows) + "x" + std::to_string(sh.vocab) + "x" + std::to_string(sh.k) + kind;
+}
+
+inline Logits parse_logits(const std::optional<std::string>& text) {
+  if (!text || *text == "normal") return Logits::normal;
+  if (*text == "masked") return Logits::masked;
+  if (*text == "equal") return Logits::equal;
+  throw kl::UsageError("--logits: '" + kl::escaped(*text) + "' is not one of normal, masked, equal");
 }
 
 // --sweep: R = 4096 with V in {32000, 50257, 128256} x K in {1, 10, 50}; K = 2 ... 64 at V = 50257
@@ -180,8 +195,14 @@ inline std::vector<Shape> sweep_shapes() {
 // The shape from --rows, --vocab and --k (defaults where not given), or the sweep's; refused, never
 // clamped, before any GPU work.
 inline std::vector<Shape> shapes(const kl::Args& a) {
-  if (a.sweep) return sweep_shapes();
+  const Logits logits = parse_logits(a.text("logits"));
+  if (a.sweep) {
+    std::vector<Shape> all = sweep_shapes();
+    for (Shape& sh : all) sh.logits = logits;
+    return all;
+  }
   Shape sh = kDefaultShape;
+  sh.logits = logits;
   sh.rows = a.size("rows").value_or(sh.rows);
   const std::int64_t vocab = a.size("vocab").value_or(sh.vocab);
   const std::int64_t k = a.size("k").value_or(sh.k);
@@ -203,12 +224,27 @@ inline double device_bytes(const Shape& sh, Dtype dtype) {
   return static_cast<double>(sh.rows) * sh.vocab * (3.0 * dtype_bytes(dtype) + 16.0);
 }
 
-// Fresh logits for a shape: normal(0, 2) rounded to T (xt, what the GPU reads) and back to float
-// (xf, what the reference sees).
+// Fresh logits for a shape: normal(0, 2) (or --logits' kind) rounded to T (xt, what the GPU reads) and
+// back to float (xf, what the reference sees).
 template <class T>
 void make_logits(const Shape& sh, std::vector<float>& xf, std::vector<T>& xt) {
   const auto n = static_cast<std::size_t>(sh.rows * sh.vocab);
   xf = kl::normal_floats(n, 0.0, 2.0, kl::seed_for(static_cast<std::uint64_t>(sh.vocab * 131 + sh.k)));
+  if (sh.logits == Logits::equal) std::fill(xf.begin(), xf.end(), 1.0f);
+  if (sh.logits == Logits::masked) {
+    kl::Rng rng(kl::seed_for(static_cast<std::uint64_t>(sh.vocab) * 131 + 7));
+    for (std::int64_t r = 0; r < sh.rows; ++r) {
+      float* row = xf.data() + r * sh.vocab;
+      std::vector<float> keep(kMaskedFinite);
+      std::vector<int> at(kMaskedFinite);
+      for (int j = 0; j < kMaskedFinite; ++j) {
+        at[j] = static_cast<int>(rng.index(static_cast<std::size_t>(sh.vocab)));
+        keep[j] = row[at[j]];
+      }
+      std::fill(row, row + sh.vocab, -INFINITY);
+      for (int j = 0; j < kMaskedFinite; ++j) row[at[j]] = keep[j];
+    }
+  }
   xt.resize(n);
   kl::parallel_for(n, [&](std::size_t i0, std::size_t i1) {
     for (std::size_t i = i0; i < i1; ++i) {

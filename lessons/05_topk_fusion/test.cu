@@ -5,6 +5,7 @@
 // NaN, +inf; unaligned views; R = 1 and R = 10^5; bad K; graph capture; the public API.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -270,20 +271,26 @@ TEST_CASE("tolerance: the reference rounded to each written dtype passes, an err
   }
 }
 
-TEST_CASE("the dispatcher: a warp per row for many rows or short rows, a block for few, slices for decode") {
+TEST_CASE("the dispatcher: a warp per row for many rows or short rows (lane lists at K <= 2), a block for few, slices for decode") {
   using lesson05::choose_step;
-  CHECK(choose_step(4096, 50257, kH100Sms) == 4);
-  CHECK(choose_step(4096, 128256, kH100Sms) == 4);
-  CHECK(choose_step(100000, 100, kH100Sms) == 4);
-  CHECK(choose_step(1, 1000, kH100Sms) == 4);  // short: not worth a block
-  CHECK(choose_step(8, 4096, kH100Sms) == 4);
-  CHECK(choose_step(2112, 50257, kH100Sms) == 4);  // 16 warps per SM
-  CHECK(choose_step(2111, 50257, kH100Sms) == 5);
-  CHECK(choose_step(264, 50257, kH100Sms) == 5);
-  CHECK(choose_step(263, 50257, kH100Sms) == 6);
-  CHECK(choose_step(8, 128256, kH100Sms) == 6);  // decode
-  CHECK(choose_step(64, 50257, kH100Sms) == 6);
-  CHECK(choose_step(1, 4097, kH100Sms) == 6);
+  CHECK(choose_step(4096, 50257, 10, kH100Sms) == 4);
+  CHECK(choose_step(4096, 128256, 10, kH100Sms) == 4);
+  CHECK(choose_step(100000, 100, 10, kH100Sms) == 4);
+  CHECK(choose_step(1, 1000, 10, kH100Sms) == 4);  // short: not worth a block
+  CHECK(choose_step(8, 4096, 10, kH100Sms) == 4);
+  CHECK(choose_step(2112, 50257, 10, kH100Sms) == 4);  // 16 warps per SM
+  CHECK(choose_step(2111, 50257, 10, kH100Sms) == 5);
+  CHECK(choose_step(264, 50257, 10, kH100Sms) == 5);
+  CHECK(choose_step(263, 50257, 10, kH100Sms) == 6);
+  CHECK(choose_step(8, 128256, 10, kH100Sms) == 6);  // decode
+  CHECK(choose_step(64, 50257, 10, kH100Sms) == 6);
+  CHECK(choose_step(1, 4097, 10, kH100Sms) == 6);
+  CHECK(choose_step(4096, 50257, 2, kH100Sms) == 3);  // K <= 2: a lane's own list in registers
+  CHECK(choose_step(4096, 50257, 1, kH100Sms) == 3);
+  CHECK(choose_step(4096, 50257, 3, kH100Sms) == 4);
+  CHECK(choose_step(100000, 100, 1, kH100Sms) == 4);
+  CHECK(choose_step(2111, 50257, 1, kH100Sms) == 5);
+  CHECK(choose_step(8, 128256, 1, kH100Sms) == 6);
   CHECK(lesson05::slice_count(1, 4097, 64, kH100Sms) == 2);  // past kShortRow a row always holds two slices
 }
 
@@ -343,6 +350,29 @@ TEST_CASE("shapes: the defaults, the options, and refusals (K > 64, K > V, V >= 
   CHECK(lesson05::shapes(sweep).size() == lesson05::sweep_shapes().size());
 }
 
+TEST_CASE("--logits: normal by default, masked rows hold at most 20 finite logits, equal rows all 1") {
+  kl::Args a;
+  CHECK(lesson05::shapes(a)[0].logits == lesson05::Logits::normal);
+  a.texts["logits"] = "masked";
+  const lesson05::Shape masked{3, 1000, 50, lesson05::shapes(a)[0].logits};
+  CHECK(lesson05::shape_text(masked) == "RxVxK=3x1000x50;masked");
+  a.sweep = true;
+  for (const auto& sh : lesson05::shapes(a)) CHECK(sh.logits == lesson05::Logits::masked);
+  a.texts["logits"] = "uniform";
+  CHECK_THROWS_AS(lesson05::shapes(a), kl::UsageError);
+  std::vector<float> xf;
+  std::vector<float> xt;
+  lesson05::make_logits(masked, xf, xt);
+  for (int r = 0; r < 3; ++r) {
+    const auto finite = std::count_if(xf.begin() + r * 1000, xf.begin() + (r + 1) * 1000,
+                                      [](float v) { return v != -INFINITY; });
+    CHECK(finite >= 15);
+    CHECK(finite <= lesson05::kMaskedFinite);
+  }
+  lesson05::make_logits(lesson05::Shape{2, 100, 5, lesson05::Logits::equal}, xf, xt);
+  CHECK(std::all_of(xt.begin(), xt.end(), [](float v) { return v == 1.0f; }));
+}
+
 TEST_SUITE("gpu") {
   TEST_CASE("every step matches the float64 reference, f32") { every_step_every_shape<float>(); }
   TEST_CASE("every step matches the float64 reference, f16") { every_step_every_shape<__half>(); }
@@ -363,6 +393,21 @@ TEST_SUITE("gpu") {
           CAPTURE(k);
           const Output got = run_step<__half>(st, x, rows, vocab, k);
           CHECK(got.idx == ref.idx);  // exact for every step: equal logits give equal probabilities
+        }
+      }
+    }
+  }
+
+  TEST_CASE("all-equal rows and rows of 20 finite logits (lesson05 --logits equal, masked) as the reference") {
+    for (const auto logits : {lesson05::Logits::equal, lesson05::Logits::masked}) {
+      for (const auto& sh : special_shapes()) {
+        for (int k : {1, 50}) {
+          const lesson05::Shape shape{sh.first, sh.second, k, logits};
+          if (k > shape.vocab) continue;
+          std::vector<float> xf, xt;
+          lesson05::make_logits(shape, xf, xt);
+          CAPTURE(lesson05::shape_text(shape));
+          check_all_steps<float>(xf, shape.rows, shape.vocab, k);
         }
       }
     }

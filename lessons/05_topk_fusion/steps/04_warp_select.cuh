@@ -25,21 +25,34 @@ template <class T>
 constexpr int kCap = 64 * kPack<T>;
 
 // A warp's selection: a buffer of cap keys in shared memory, whose first `count` are candidates
-// (after a sort: the best, largest first), and the threshold: the K-th best logit after the last
-// sort, -inf while fewer than K were seen (then every logit gets in). count and threshold are the
-// same in every lane.
+// (after a sort: the best, largest first), and the threshold: the K-th best key after the last sort
+// (kth) and its logit, 0 and -inf while fewer than K were seen (then every logit gets in). count and
+// threshold are the same in every lane.
 struct Selection {
   Key* buf;
   int cap;
   int count = 0;
   float threshold = -INFINITY;
+  Key kth = 0;
 };
+
+// Whether logit v at index i can still be among the K best: not below the threshold, and when equal
+// to it, ranked above the K-th key (a lower index). Without the tie rule, rows of equal logits or
+// fewer than K finite ones (-inf = -inf) would send every logit through the buffer and its sorts.
+__device__ __forceinline__ bool beats(const Selection& sel, float v, int i) {
+  return !(v < sel.threshold) && (v != sel.threshold || make_key(v, i) > sel.kth);
+}
+
+__device__ __forceinline__ void raise_threshold(Selection& sel, Key kth) {
+  sel.kth = kth;
+  sel.threshold = key_value(kth);
+}
 
 // Keeps the k best candidates, sorted, at the front of the buffer and raises the threshold to the
 // k-th best logit.
 __device__ __forceinline__ void keep_best(Selection& sel, int k, int lane) {
   sel.count = sort_candidates(sel.buf, sel.count, k, lane);
-  if (sel.count == k) sel.threshold = key_value(sel.buf[k - 1]);
+  if (sel.count == k) raise_threshold(sel, sel.buf[k - 1]);
 }
 
 // Appends the lanes' keys that are `in` after the buffer's candidates, in lane order; the caller
@@ -50,11 +63,11 @@ __device__ __forceinline__ void append(Selection& sel, bool in, Key key, int lan
   sel.count += __popc(mask);
 }
 
-// One logit per lane (valid = false: the lane has none): in if not below the threshold (NaN is
-// never below).
+// One logit per lane (valid = false: the lane has none): in if it beats the threshold (NaN is never
+// below it).
 __device__ __forceinline__ void offer(Selection& sel, bool valid, float v, int i, int k, int lane) {
   if (sel.count > sel.cap - 32) keep_best(sel, k, lane);
-  append(sel, valid && !(v < sel.threshold), make_key(v, i), lane);
+  append(sel, valid && beats(sel, v, i), make_key(v, i), lane);
 }
 
 // When to sort. For k up to kFullSortK, whenever fewer than 32 P slots are free: a sort is rare and
@@ -87,7 +100,7 @@ __device__ __forceinline__ void offer_pack(Selection& sel, bool valid, const kl:
   kl::to_floats(raw, v);
   unsigned marked = 0;
 #pragma unroll
-  for (int i = 0; i < P; ++i) marked |= valid && !(v[i] < sel.threshold) ? 1u << i : 0u;
+  for (int i = 0; i < P; ++i) marked |= valid && beats(sel, v[i], i0 + i) ? 1u << i : 0u;
   int incoming = 32 * P;  // at most
   if (k > kFullSortK) incoming = warp_sum(__popc(marked));
   if (sel.count + incoming > sel.cap) keep_best(sel, k, lane);
@@ -119,7 +132,7 @@ __device__ __forceinline__ void seed_threshold(Selection& sel, bool valid, const
   sel.buf[2 * lane] = best;
   sel.buf[2 * lane + 1] = second;
   sort_candidates(sel.buf, 64, k, lane);
-  if (sel.buf[k - 1] != 0) sel.threshold = key_value(sel.buf[k - 1]);
+  if (sel.buf[k - 1] != 0) raise_threshold(sel, sel.buf[k - 1]);
   __syncwarp();  // every lane has read it before the appends overwrite it
 }
 

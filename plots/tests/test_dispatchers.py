@@ -1,0 +1,40 @@
+"""The dispatcher check (plots/check_dispatchers.py): on made-up rows, and on every committed CSV."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import check_dispatchers as cd  # noqa: E402
+
+
+def row(step, name, ms, shape="R=1", dtype="f32", gpu="G"):
+    return {"step": step, "name": name, "ms_median": str(ms), "shape": shape, "dtype": dtype, "gpu": gpu}
+
+
+class DispatcherCheck(unittest.TestCase):
+    def test_within_three_percent_passes(self):
+        rows = [row("1", "a", 1.0), row("2", "b", 0.50), row("3", "dispatch", 0.515)]
+        self.assertEqual(cd.slow_cells(rows), [])
+
+    def test_slower_than_a_step_fails(self):
+        rows = [row("1", "a", 1.0), row("2", "b", 0.50), row("3", "dispatch", 0.52)]
+        self.assertEqual(cd.slow_cells(rows), [("G", "f32", "R=1", 0.52, "2", 0.50)])
+
+    def test_cells_and_gpus_apart_and_libraries_ignored(self):
+        rows = [row("1", "a", 1.0), row("2", "dispatch", 1.0), row("lib", "cub", 0.1),
+                row("1", "a", 0.5, shape="R=2"), row("2", "dispatch", 1.0, gpu="H")]
+        self.assertEqual(cd.slow_cells(rows), [])
+
+    def test_latest_run_of_a_cell_counts(self):
+        rows = [row("1", "a", 1.0), row("2", "dispatch", 2.0), row("2", "dispatch", 1.0)]
+        self.assertEqual(cd.slow_cells(rows), [])
+
+    def test_every_committed_csv(self):
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        paths = cd.committed_csvs(root)
+        self.assertTrue(paths)
+        self.assertEqual(cd.main(["check_dispatchers.py"] + paths), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
