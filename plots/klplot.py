@@ -1,6 +1,11 @@
 """Reading the lessons' CSV (one schema for all lessons) and the bits every figure shares."""
+import collections
 import csv
+import functools
 import math
+import os
+import subprocess
+import sys
 
 import matplotlib
 
@@ -10,14 +15,42 @@ import matplotlib.pyplot as plt  # noqa: E402
 NUMBERS = ("ms_median", "ms_min", "ms_max", "gbps", "tflops", "pct_of_limit", "max_rel_err")
 
 
-def read_rows(path):
-    """Rows as dicts; numeric fields become floats (NaN where empty: a FAILED step has no time)."""
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def read_rows(path, gpu=None):
+    """Rows as dicts; numeric fields become floats (NaN where empty: a FAILED step has no time).
+    Only one GPU's rows: see one_gpu()."""
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
     for r in rows:
         for k in NUMBERS:
             r[k] = float(r[k]) if r.get(k) not in (None, "") else math.nan
-    return rows
+    return one_gpu(rows, path, gpu)
+
+
+@functools.lru_cache(maxsize=None)
+def gpu_slug(name):
+    """A GPU's folder under results/ ("NVIDIA H100 80GB HBM3" -> "h100"), as scripts/gpu_slug.sh says."""
+    out = subprocess.run(["bash", os.path.join(ROOT, "scripts", "gpu_slug.sh"), name], capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def one_gpu(rows, path, gpu=None):
+    """The rows of one GPU, so that a figure or table never mixes GPUs. Where the file holds rows of
+    several GPUs: those of `gpu` (its name) when given, else those of the GPU the file's folder is for
+    (results/h100/ -> the H100's), else those of the last row's GPU (the latest run); a note on stderr
+    says which rows were left out."""
+    names = [r.get("gpu") or "" for r in rows]
+    if len(set(names)) <= 1 and gpu in (None, *names):
+        return rows
+    if gpu is None:
+        folder = os.path.basename(os.path.dirname(os.path.abspath(path)))
+        gpu = next((n for n in dict.fromkeys(names) if gpu_slug(n) == folder), names[-1])
+    left_out = collections.Counter(n for n in names if n != gpu)
+    print(f"{path}: rows of {len(left_out) + (gpu in names)} GPUs; using the {names.count(gpu)} rows of {gpu}, "
+          "leaving out " + ", ".join(f"{k} rows of {n or '(no gpu)'}" for n, k in left_out.items()), file=sys.stderr)
+    return [r for r in rows if (r.get("gpu") or "") == gpu]
 
 
 def failed(row):

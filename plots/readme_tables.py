@@ -6,7 +6,9 @@ so the numbers a student reads are the numbers a run wrote. A table sits between
     ...generated...
     <!-- /table -->
 
-(the CSV path is relative to the repository root)."""
+(the CSV path is relative to the repository root). A table shows one GPU's rows: those of the GPU
+the CSV's folder is for (klplot.read_rows), and a CSV under results/<gpu>/ that holds no rows of
+that GPU is an error, so another GPU's run never appears under the committed GPU's name."""
 import os
 import re
 import sys
@@ -19,10 +21,25 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BLOCK = re.compile(r"(<!-- table (\S+) (\S+)((?: \w+=\S+)*) -->\n)(.*?)(<!-- /table -->)", re.S)
 
 
+def rows_of(csv_path):
+    """The CSV's rows of one GPU; under results/<gpu>/ they must be that GPU's."""
+    rows = klplot.read_rows(os.path.join(ROOT, csv_path))
+    gpus = {r["gpu"] for r in rows}
+    assert len(gpus) <= 1, gpus  # klplot.read_rows keeps one GPU's rows
+    parts = csv_path.split("/")
+    if len(parts) == 3 and parts[0] == "results":
+        other = [g for g in gpus if klplot.gpu_slug(g) != parts[1]]
+        if other:
+            sys.exit(f"readme_tables: {csv_path} holds rows of {other[0]}, whose folder is "
+                     f"results/{klplot.gpu_slug(other[0])}/, and none of a {parts[1]} GPU: a README table shows "
+                     f"the {parts[1]} run only")
+    return rows
+
+
 def render(match):
     head, csv_path, shape, opts = match.group(1), match.group(2), match.group(3), match.group(4)
     options = dict(o.split("=", 1) for o in opts.split())
-    rows = klplot.read_rows(os.path.join(ROOT, csv_path))
+    rows = rows_of(csv_path)
     if "dtype" in options:
         rows = [r for r in rows if r["dtype"] == options["dtype"]]
     if "steps" in options:

@@ -14,16 +14,28 @@ import csv
 import sys
 
 
+def index(rows, skip=("copy", "pytorch")):
+    """(lesson, step, name, dtype, shape) -> the medians of its rows, in file order (None: FAILED).
+    `rows` are csv.DictReader's (strings) or klplot.read_rows' (floats, NaN: FAILED)."""
+    out = {}
+    for r in rows:
+        if r["step"] in skip:
+            continue
+        key = (r["lesson"], r["step"], r["name"], r["dtype"], r["shape"])
+        ms = float(r["ms_median"]) if r["ms_median"] not in ("", None) else None
+        out.setdefault(key, []).append(None if ms is None or ms != ms else ms)
+    return out
+
+
+def best(times):
+    """The best (smallest) median of a row's runs; None when every run FAILED."""
+    ok = [t for t in times if t is not None]
+    return min(ok) if ok else None
+
+
 def read(path):
-    rows = {}
     with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            if r["step"] in ("copy", "pytorch"):
-                continue
-            key = (r["lesson"], r["step"], r["name"], r["dtype"], r["shape"])
-            ms = float(r["ms_median"]) if r["ms_median"] else None
-            rows.setdefault(key, []).append(ms)
-    return rows
+        return index(csv.DictReader(f))
 
 
 def main():
@@ -39,8 +51,7 @@ def main():
         if key not in old:
             continue
         matched += 1
-        o = min(t for t in old[key] if t is not None) if any(t is not None for t in old[key]) else None
-        n = min(t for t in times if t is not None) if any(t is not None for t in times) else None
+        o, n = best(old[key]), best(times)
         ratio = n / o if (n and o) else float("nan")
         bad = n is None or (o is not None and ratio > 1 + a.tolerance)
         slower += bad

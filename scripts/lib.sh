@@ -13,8 +13,10 @@ build_release() {
 # The lesson executables, in ladder order.
 lesson_binaries() { ls build/release/lessons/*/lesson[0-9][0-9] 2>/dev/null | sort; }
 
-# "NVIDIA H100 80GB HBM3" -> "h100": the folder under results/.
-gpu_slug() {
-  nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 | tr 'A-Z' 'a-z' |
-    sed -E 's/(nvidia|geforce|tesla|rtx) //g' | awk '{print $1}' | tr -cd 'a-z0-9'
+# A GPU's name on stdin -> its folder under results/: "NVIDIA H100 80GB HBM3" -> "h100".
+slug_of_name() {
+  head -n 1 | tr 'A-Z' 'a-z' | sed -E 's/(nvidia|geforce|tesla|rtx) //g' | awk '{print $1}' | tr -cd 'a-z0-9'
 }
+
+# This machine's GPU's folder under results/ (empty without a GPU). scripts/gpu_slug.sh prints it.
+gpu_slug() { nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | slug_of_name; }

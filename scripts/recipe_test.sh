@@ -142,17 +142,23 @@ esac
 
 # ---- reported: a CSV row for the step reaches the README table, and the figures render ------------------
 csv=results/h100/lesson01.csv
-if [ $gpu_rc = 0 ]; then  # a GPU: measure the step at the default n, appending to the CSV as a run does
+if [ $gpu_rc = 0 ]; then  # a GPU: measure the step at the default n into this GPU's folder, as a run does
+  csv=results/$(scripts/gpu_slug.sh)/lesson01.csv
   "$lesson01" --step "$STEP_NAME" --csv "$csv" >run.log 2>&1 || { cat run.log; fail "lesson01 --step $STEP_NAME failed"; }
   say "measured: $(grep " $STEP_NAME " run.log | head -n 1)"
-else  # no GPU: a row as lesson01 writes it, numbers made up (it only travels through the scripts)
-  echo "01,5,$STEP_NAME,f32,$SHAPE,0.1,0.099,0.101,2684,,91,2e-08,no GPU: made-up row" >>"$csv"
+else  # no GPU: a row as lesson01 writes it on the committed GPU, numbers made up (it only travels through the scripts)
+  gpu=$(tail -n 1 "$csv" | tr -d '\r' | awk -F, '{print $NF}')
+  echo "01,5,$STEP_NAME,f32,$SHAPE,0.1,0.099,0.101,2684,,91,2e-08,$gpu" >>"$csv"
+fi
+if [ "$csv" != results/h100/lesson01.csv ]; then
+  # Not an H100: the README's tables show results/h100/ (an H100's rows only); point lesson 01's at this GPU's file.
+  sed -i "s|<!-- table results/h100/lesson01.csv |<!-- table $csv |" "$LESSON/README.md"
 fi
 "$PY" plots/readme_tables.py "$LESSON/README.md" >/dev/null || fail "plots/readme_tables.py failed"
 grep -q "^| 5 | $STEP_NAME | [0-9]" "$LESSON/README.md" || fail "the README table has no timed row for step 5 $STEP_NAME"
 say "README table: $(grep "^| 5 | $STEP_NAME |" "$LESSON/README.md")"
-figures=$("$PY" plots/make_figures.py results/h100 2>&1) || { echo "$figures"; fail "plots/make_figures.py failed"; }
-[ -s results/h100/lesson01.png ] || fail "plots/make_figures.py drew no results/h100/lesson01.png"
+figures=$("$PY" plots/make_figures.py "$(dirname "$csv")" 2>&1) || { echo "$figures"; fail "plots/make_figures.py failed"; }
+[ -s "$(dirname "$csv")/lesson01.png" ] || fail "plots/make_figures.py drew no $(dirname "$csv")/lesson01.png"
 say "figures: $(tr '\n' ' ' <<<"$figures")"
 
 say "PASS: the recipe of CONTRIBUTING.md adds step 5 $STEP_NAME to lesson 01 ($((SECONDS - t0)) s)"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The tour: bootstrap, build Release, run every lesson at its default size, write
-# results/<gpu>/lessonNN.csv, draw the figures and print one summary line per lesson.
+# results/<gpu>/lessonNN.csv, draw the figures and print one summary line per lesson; on a GPU other
+# than the H100, then your numbers beside the committed H100 ones (results/h100/), step by step.
 # Without a GPU it builds everything, lists each lesson's steps, and says nothing could be timed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +19,9 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
   exit 0
 fi
 
-dir="results/$(gpu_slug)"
+slug=$(gpu_slug)
+[ -n "$slug" ] || { echo "tour: nvidia-smi names no GPU, so no results/<gpu>/ folder to write to" >&2; exit 1; }
+dir="results/$slug"
 mkdir -p "$dir"
 for exe in $(lesson_binaries); do
   name=$(basename "$exe")
@@ -29,3 +32,9 @@ done
 python3 plots/make_figures.py "$dir"
 echo
 python3 plots/summary.py "$dir"
+if [ "$slug" != h100 ] && [ -d results/h100 ]; then
+  echo
+  echo "Your $(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1) beside the committed H100 run"
+  echo "(results/h100/), step by step: yours/h100 above 1 means your GPU takes longer."
+  python3 plots/compare_gpus.py "$dir" results/h100
+fi
