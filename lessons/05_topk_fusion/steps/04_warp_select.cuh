@@ -25,34 +25,36 @@ template <class T>
 constexpr int kCap = 64 * kPack<T>;
 
 // A warp's selection: a buffer of cap keys in shared memory, whose first `count` are candidates
-// (after a sort: the best, largest first), and the threshold: the K-th best key after the last sort
-// (kth) and its logit, 0 and -inf while fewer than K were seen (then every logit gets in). count and
-// threshold are the same in every lane.
+// (after a sort: the best, largest first), and the threshold: the K-th best logit after the last
+// sort, -inf while fewer than K were seen (then every logit gets in). `sorted`: the last sort kept K
+// keys, so buf[k - 1] is the K-th best key, which breaks ties with the threshold. count, threshold
+// and sorted are the same in every lane.
 struct Selection {
   Key* buf;
   int cap;
   int count = 0;
   float threshold = -INFINITY;
-  Key kth = 0;
+  bool sorted = false;
 };
 
-// Whether logit v at index i can still be among the K best: not below the threshold, and when equal
-// to it, ranked above the K-th key (a lower index). Without the tie rule, rows of equal logits or
-// fewer than K finite ones (-inf = -inf) would send every logit through the buffer and its sorts.
-__device__ __forceinline__ bool beats(const Selection& sel, float v, int i) {
-  return !(v < sel.threshold) && (v != sel.threshold || make_key(v, i) > sel.kth);
+// Whether a logit equal to the threshold can still be among the K best: only if it ranks above the
+// K-th key (a lower index). Without this, rows of equal logits, or of fewer than K finite ones
+// (-inf = -inf), would send every logit through the buffer and its sorts.
+__device__ __forceinline__ bool wins_tie(const Selection& sel, float v, int i, int k) {
+  return !sel.sorted || make_key(v, i) > sel.buf[k - 1];
 }
 
-__device__ __forceinline__ void raise_threshold(Selection& sel, Key kth) {
-  sel.kth = kth;
-  sel.threshold = key_value(kth);
+// Whether logit v at index i can still be among the K best (NaN is never below the threshold).
+__device__ __forceinline__ bool beats(const Selection& sel, float v, int i, int k) {
+  return !(v <= sel.threshold) || (v == sel.threshold && wins_tie(sel, v, i, k));
 }
 
 // Keeps the k best candidates, sorted, at the front of the buffer and raises the threshold to the
 // k-th best logit.
 __device__ __forceinline__ void keep_best(Selection& sel, int k, int lane) {
   sel.count = sort_candidates(sel.buf, sel.count, k, lane);
-  if (sel.count == k) raise_threshold(sel, sel.buf[k - 1]);
+  sel.sorted = sel.count == k;
+  if (sel.sorted) sel.threshold = key_value(sel.buf[k - 1]);
 }
 
 // Appends the lanes' keys that are `in` after the buffer's candidates, in lane order; the caller
@@ -67,7 +69,7 @@ __device__ __forceinline__ void append(Selection& sel, bool in, Key key, int lan
 // below it).
 __device__ __forceinline__ void offer(Selection& sel, bool valid, float v, int i, int k, int lane) {
   if (sel.count > sel.cap - 32) keep_best(sel, k, lane);
-  append(sel, valid && beats(sel, v, i), make_key(v, i), lane);
+  append(sel, valid && beats(sel, v, i, k), make_key(v, i), lane);
 }
 
 // When to sort. For k up to kFullSortK, whenever fewer than 32 P slots are free: a sort is rare and
@@ -98,9 +100,16 @@ __device__ __forceinline__ void offer_pack(Selection& sel, bool valid, const kl:
   if (!__any_sync(kl::kFullMask, valid && !(pack_max < sel.threshold))) return;
   float v[P];
   kl::to_floats(raw, v);
-  unsigned marked = 0;
+  unsigned marked = 0, tied = 0;
 #pragma unroll
-  for (int i = 0; i < P; ++i) marked |= valid && beats(sel, v[i], i0 + i) ? 1u << i : 0u;
+  for (int i = 0; i < P; ++i) {
+    marked |= valid && !(v[i] <= sel.threshold) ? 1u << i : 0u;
+    tied |= valid && v[i] == sel.threshold ? 1u << i : 0u;
+  }
+  if (__any_sync(kl::kFullMask, tied != 0)) {  // rare for random logits; every pack for equal ones
+#pragma unroll
+    for (int i = 0; i < P; ++i) marked |= (tied >> i & 1u) && wins_tie(sel, v[i], i0 + i, k) ? 1u << i : 0u;
+  }
   int incoming = 32 * P;  // at most
   if (k > kFullSortK) incoming = warp_sum(__popc(marked));
   if (sel.count + incoming > sel.cap) keep_best(sel, k, lane);
@@ -132,7 +141,7 @@ __device__ __forceinline__ void seed_threshold(Selection& sel, bool valid, const
   sel.buf[2 * lane] = best;
   sel.buf[2 * lane + 1] = second;
   sort_candidates(sel.buf, 64, k, lane);
-  if (sel.buf[k - 1] != 0) raise_threshold(sel, sel.buf[k - 1]);
+  if (sel.buf[k - 1] != 0) sel.threshold = key_value(sel.buf[k - 1]);  // not sorted: its ties get in
   __syncwarp();  // every lane has read it before the appends overwrite it
 }
 

@@ -18,7 +18,7 @@ __device__ __forceinline__ void select_from_lists(Selection& sel, const Key* key
   Key kth = 0;
   for (int l = lane; l < lists; l += 32) kth = max(kth, keys[static_cast<std::int64_t>(l) * stride + k - 1]);
   for (int offset = 16; offset > 0; offset /= 2) kth = max(kth, __shfl_xor_sync(kl::kFullMask, kth, offset));
-  if (kth != 0) raise_threshold(sel, kth);
+  if (kth != 0) sel.threshold = key_value(kth);
   constexpr int kBatch = 8;
   const int total = lists * k;
   for (int base = 0; base < total; base += 32 * kBatch) {
@@ -32,7 +32,7 @@ __device__ __forceinline__ void select_from_lists(Selection& sel, const Key* key
 #pragma unroll
     for (int r = 0; r < kBatch; ++r) {
       if (sel.count > sel.cap - 32) keep_best(sel, k, lane);
-      append(sel, batch[r] != 0 && batch[r] >= sel.kth, batch[r], lane);  // keys are distinct: the kth itself too
+      append(sel, batch[r] != 0 && (sel.sorted ? batch[r] > sel.buf[k - 1] : batch[r] >= kth), batch[r], lane);
     }
   }
   keep_best(sel, k, lane);
