@@ -2,6 +2,7 @@
 // and README section explain it. The rest of a step (its kernel and launcher) is in steps/.
 #pragma once
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -248,6 +249,7 @@ constexpr std::size_t cache_bytes(std::int64_t n) {
 // ---- introduced by step 4 (steps/04_block_uncached.cuh), used again by step 5 ---------------------
 
 constexpr int kUncachedThreads = 512;  // threads per block of steps 4 and 5
+static_assert(kMaxCols + (kUncachedThreads - 1) <= INT_MAX, "a row of kMaxCols: a pack index past it overflows int");
 
 // The grid of the uncached steps: every row gets a block, up to as many as fit on the GPU at once.
 template <class Kernel>

@@ -39,6 +39,10 @@ struct Problem {
 // Nothing to do, so nothing is launched.
 inline bool empty(const Problem& p) { return p.rows <= 0 || p.cols <= 0; }
 
+// The longest row: the block steps index a row in int, and a thread of steps 4-5 steps through its
+// packs 512 at a time (for_my_packs, parts.cuh), so with packs of 1 it reaches K - 1 + 511.
+constexpr std::int64_t kMaxCols = std::int64_t{INT_MAX} - 511;  // 2^31 - 512
+
 // ---- the float64 reference ------------------------------------------------------------------------
 
 // Softmax of each row of x * scale in double. A row holding NaN or +inf, or only -inf, comes out all
@@ -125,11 +129,13 @@ inline std::vector<Shape> sweep_shapes() {
 }
 
 // The shapes of one run from --rows and --cols (the driver refuses them next to --sweep). A row
-// longer than INT_MAX or more than 2^40 elements in all is refused.
+// longer than kMaxCols or more than 2^40 elements in all is refused.
 inline std::vector<Shape> shapes(std::optional<std::int64_t> rows, std::optional<std::int64_t> cols, bool sweep) {
   if (sweep) return sweep_shapes();
   const std::int64_t k = cols.value_or(kDefaultCols);
-  if (k > INT_MAX) throw kl::UsageError("--cols: K = " + std::to_string(k) + " is too large (at most 2^31 - 1)");
+  if (k > kMaxCols)
+    throw kl::UsageError("--cols: K = " + std::to_string(k) +
+                         " is too large (at most 2^31 - 512: the block steps index a row in int)");
   const std::int64_t m = rows.value_or(default_rows(k));
   kl::checked_product({m, k}, std::int64_t{1} << 40, "M * K = " + std::to_string(m) + " * " + std::to_string(k));
   return {{m, k}};

@@ -334,7 +334,7 @@ inline void launch_dispatch(const Problem& p, Workspace& ws, cudaStream_t s) {
 template <class T>
 void softmax(const T* x, T* y, std::int64_t rows, std::int64_t cols, Workspace& ws, float scale = 1.f,
              cudaStream_t s = nullptr) {
-  if (cols > INT_MAX) throw kl::UsageError("softmax: rows longer than 2^31 - 1 elements are not supported");
+  if (cols > kMaxCols) throw kl::UsageError("softmax: rows longer than 2^31 - 512 elements are not supported");
   launch_dispatch(Problem{x, y, rows, cols, dtype_of<T>(), scale}, ws, s);
 }
 

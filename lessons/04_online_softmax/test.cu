@@ -387,14 +387,16 @@ TEST_CASE("--sweep: K = 32 ... 131072 and 1000, 4097, 50257, each with M * K clo
   CHECK_THROWS_AS(lesson04::parse_dtype("f64"), kl::UsageError);
 }
 
-TEST_CASE("shapes: defaults K = 4096 and M = 2^26 / K; K above INT_MAX and M * K above 2^40 are refused") {
+TEST_CASE("shapes: defaults K = 4096 and M = 2^26 / K; K above kMaxCols and M * K above 2^40 are refused") {
   using lesson04::shapes;
   CHECK(shapes(std::nullopt, std::nullopt, false) == std::vector<lesson04::Shape>{{16384, 4096}});
   CHECK(shapes(std::nullopt, 1000, false) == std::vector<lesson04::Shape>{{67109, 1000}});
   CHECK(shapes(3, 7, false) == std::vector<lesson04::Shape>{{3, 7}});
   CHECK(shapes(std::nullopt, std::nullopt, true) == lesson04::sweep_shapes());
-  CHECK(shapes(1, INT_MAX, false).size() == 1);
-  CHECK_THROWS_AS(shapes(1, std::int64_t{INT_MAX} + 1, false), kl::UsageError);
+  CHECK(lesson04::kMaxCols == (std::int64_t{1} << 31) - 512);
+  CHECK(shapes(2, lesson04::kMaxCols, false).size() == 1);
+  CHECK_THROWS_AS(shapes(2, lesson04::kMaxCols + 1, false), kl::UsageError);  // row 1's pack index would wrap
+  CHECK_THROWS_AS(shapes(1, INT_MAX, false), kl::UsageError);
   CHECK(shapes(std::int64_t{1} << 20, std::int64_t{1} << 20, false).size() == 1);
   CHECK_THROWS_AS(shapes(std::int64_t{1} << 20, (std::int64_t{1} << 20) + 1, false), kl::UsageError);
 }

@@ -39,12 +39,23 @@ struct Problem {
 
 constexpr int kMaxK = 64;
 
+// The longest row: the kernels index a row in int and run up to 8191 past its end: step 5's block
+// scans 4 x 256 packs of 8 at a time (scan_select), and step 6's last slice may end up to 8 x 1024
+// past V (slice_length). Longer rows would wrap an index.
+constexpr int kMaxVocab = INT_MAX - 8191;  // 2^31 - 8192
+
+// Step 5 launches a block per row, and a grid holds at most 2^31 - 1 blocks.
+constexpr std::int64_t kMaxRows = INT_MAX;
+
 // Refuses what no step can do, before anything is launched: K outside 1..64, or K > V (a row has
 // only V probabilities to pick from).
 inline void validate(const Problem& p) {
   if (p.k < 1 || p.k > kMaxK)
     throw kl::UsageError("K = " + std::to_string(p.k) + " is out of range: K must be 1 to 64");
   if (p.vocab < 1) throw kl::UsageError("V = " + std::to_string(p.vocab) + ": a row needs at least one logit");
+  if (p.vocab > kMaxVocab)
+    throw kl::UsageError("V = " + std::to_string(p.vocab) +
+                         " is too large (at most 2^31 - 8192: rows are indexed in int)");
   if (p.k > p.vocab)
     throw kl::UsageError("K = " + std::to_string(p.k) + " is larger than V = " + std::to_string(p.vocab) +
                          ": a row has only V probabilities");
@@ -206,8 +217,12 @@ inline std::vector<Shape> shapes(const kl::Args& a) {
   sh.rows = a.size("rows").value_or(sh.rows);
   const std::int64_t vocab = a.size("vocab").value_or(sh.vocab);
   const std::int64_t k = a.size("k").value_or(sh.k);
-  if (vocab > INT_MAX)
-    throw kl::UsageError("--vocab: V = " + std::to_string(vocab) + " is too large (at most 2^31 - 1)");
+  if (vocab > kMaxVocab)
+    throw kl::UsageError("--vocab: V = " + std::to_string(vocab) +
+                         " is too large (at most 2^31 - 8192: rows are indexed in int)");
+  if (sh.rows > kMaxRows)
+    throw kl::UsageError("--rows: R = " + std::to_string(sh.rows) +
+                         " is too large (at most 2^31 - 1: step 5 launches a block per row)");
   if (k > kMaxK) throw kl::UsageError("--k: K = " + std::to_string(k) + " is too large (at most 64)");
   if (k > vocab)
     throw kl::UsageError("--k: K = " + std::to_string(k) + " is larger than --vocab V = " + std::to_string(vocab) +
@@ -224,12 +239,15 @@ inline double device_bytes(const Shape& sh, Dtype dtype) {
   return static_cast<double>(sh.rows) * sh.vocab * (3.0 * dtype_bytes(dtype) + 16.0);
 }
 
+// The seed of a shape's logits, in 64 bits: no V can overflow it.
+inline std::uint64_t logits_seed(const Shape& sh) { return static_cast<std::uint64_t>(sh.vocab) * 131 + sh.k; }
+
 // Fresh logits for a shape: normal(0, 2) (or --logits' kind) rounded to T (xt, what the GPU reads) and
 // back to float (xf, what the reference sees).
 template <class T>
 void make_logits(const Shape& sh, std::vector<float>& xf, std::vector<T>& xt) {
   const auto n = static_cast<std::size_t>(sh.rows * sh.vocab);
-  xf = kl::normal_floats(n, 0.0, 2.0, kl::seed_for(static_cast<std::uint64_t>(sh.vocab * 131 + sh.k)));
+  xf = kl::normal_floats(n, 0.0, 2.0, kl::seed_for(logits_seed(sh)));
   if (sh.logits == Logits::equal) std::fill(xf.begin(), xf.end(), 1.0f);
   if (sh.logits == Logits::masked) {
     kl::Rng rng(kl::seed_for(static_cast<std::uint64_t>(sh.vocab) * 131 + 7));

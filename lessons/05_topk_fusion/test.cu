@@ -6,7 +6,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -311,6 +313,21 @@ TEST_CASE("step 6's slices: about two blocks per SM, each at least max(256, 32 K
   }
 }
 
+TEST_CASE("the longest row kMaxVocab: every slice ends within int, and its seed does not overflow") {
+  constexpr int v = lesson05::kMaxVocab;
+  CHECK(v == INT_MAX - 8191);
+  CHECK(lesson05::slice_count(1, v, 1, kH100Sms) == 264);
+  for (int slices = 1; slices <= 1024; ++slices) {  // slice_count's range
+    const int len = lesson05::slice_length(v, slices);
+    const std::int64_t used = (std::int64_t{v} + len - 1) / len;
+    REQUIRE(len % 8 == 0);
+    REQUIRE(used * len >= v);
+    REQUIRE(used * len <= INT_MAX);  // topk_block's begin + slice in the last slice
+  }
+  CHECK(lesson05::logits_seed({1, 50257, 10}) == 50257u * 131 + 10);  // the seed the committed results used
+  CHECK(lesson05::logits_seed({1, v, 64}) == std::uint64_t{v} * 131 + 64);
+}
+
 TEST_CASE("--sweep: V in {32000, 50257, 128256} x K in {1, 10, 50} at R = 4096, K = 2 ... 64, decode") {
   const auto shapes = lesson05::sweep_shapes();
   CHECK(shapes.size() == 16);
@@ -327,7 +344,7 @@ TEST_CASE("--sweep: V in {32000, 50257, 128256} x K in {1, 10, 50} at R = 4096, 
   CHECK_THROWS_AS(lesson05::parse_dtype("f64"), kl::UsageError);
 }
 
-TEST_CASE("shapes: the defaults, the options, and refusals (K > 64, K > V, V >= 2^31, R * V > 2^40)") {
+TEST_CASE("shapes: the defaults, the options, and refusals (K > 64, K > V, V > kMaxVocab, R >= 2^31, R * V > 2^40)") {
   const auto shape_of = [](std::map<std::string, std::int64_t> sizes) {
     kl::Args a;
     a.sizes = std::move(sizes);
@@ -343,6 +360,10 @@ TEST_CASE("shapes: the defaults, the options, and refusals (K > 64, K > V, V >= 
   CHECK_THROWS_AS(shape_of({{"vocab", 5}}), kl::UsageError);  // the default K = 10 > V
   CHECK_THROWS_AS(shape_of({{"vocab", 5}, {"k", 6}}), kl::UsageError);
   CHECK_THROWS_AS(shape_of({{"vocab", std::int64_t{1} << 31}}), kl::UsageError);
+  CHECK_NOTHROW(shape_of({{"rows", 1}, {"vocab", lesson05::kMaxVocab}}));
+  CHECK_THROWS_AS(shape_of({{"rows", 1}, {"vocab", lesson05::kMaxVocab + 1}}), kl::UsageError);
+  CHECK_NOTHROW(shape_of({{"rows", INT_MAX}, {"vocab", 64}}));
+  CHECK_THROWS_AS(shape_of({{"rows", std::int64_t{INT_MAX} + 1}, {"vocab", 64}}), kl::UsageError);
   CHECK_NOTHROW(shape_of({{"rows", std::int64_t{1} << 20}, {"vocab", std::int64_t{1} << 20}}));
   CHECK_THROWS_AS(shape_of({{"rows", std::int64_t{1} << 21}, {"vocab", std::int64_t{1} << 20}}), kl::UsageError);
   kl::Args sweep;

@@ -7,6 +7,7 @@
 #include <cublas_v2.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -75,6 +76,9 @@ void with_epilogue(const Problem& p, F&& f) {
 // Few output tiles, or rows of A or B not 16-byte aligned: smaller tiles, three blocks an SM, with K
 // split over slices when there are few of them.
 using SplitCfg = Config<128, 64, 16>;
+static_assert(std::int64_t{kMaxNK} + Tuned::BN - 1 <= INT_MAX &&
+                  std::int64_t{kMaxNK} + 16 * SplitCfg::BK - 1 <= INT_MAX,
+              "kMaxNK leaves room for the widest tile and the deepest split (plan: at most 16 slices)");
 
 // Slice partial sums live here between the two kernels; grown on the first (untimed) call of a
 // shape, so a repeated call allocates nothing and can be captured in a CUDA graph.
@@ -152,7 +156,7 @@ void launch_split_k(const Problem& p, int slices, Workspace& ws, cudaStream_t s)
   part.bias_kind = Bias::none;
   part.act = Act::none;
   const int depth = slice_depth(p.k, slices, Cfg::BK);
-  const int used = (p.k + depth - 1) / depth;
+  const auto used = static_cast<int>((std::int64_t{p.k} + depth - 1) / depth);  // 64-bit: depth may be K / 2
   launch_warp_tiled<Cfg, NoEpilogue>(part, s, used, depth, mn);
   const int blocks = static_cast<int>(std::min<std::int64_t>((mn + 255) / 256, 8 * kl::sm_count()));
   split_k_reduce<<<blocks, 256, 0, s>>>(p, ws.partial.data(), used);

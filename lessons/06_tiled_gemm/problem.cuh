@@ -61,12 +61,19 @@ inline Problem plain(Problem p) {
 }
 
 constexpr int kMaxRows = 1 << 19;  // grid.y of the naive kernel stays below 65536 blocks
+// N and K are indexed in int and run up to 255 past their end: a tile up to 256 wide (tile_grid rounds N
+// up to it), and split-K's slices rounded up to whole tiles (launch_split_k: 16 x 16 deep in gemm(),
+// 8 x 32 in --tune).
+constexpr int kMaxNK = INT_MAX - 255;  // 2^31 - 256
 
 // Refuses what no step can do, before anything is launched.
 inline void validate(const Problem& p) {
   const auto fail = [](const std::string& why) { throw kl::UsageError(why); };
   if (p.m < 0 || p.n < 0 || p.k < 0) fail("M, N and K must not be negative");
   if (p.m > kMaxRows) fail("M = " + std::to_string(p.m) + " is too large (at most 2^19)");
+  if (p.n > kMaxNK || p.k > kMaxNK)
+    fail("N = " + std::to_string(p.n) + ", K = " + std::to_string(p.k) +
+         ": too large (at most 2^31 - 256: columns and k are indexed in int)");
   if (p.lda < std::max(p.k, 1)) fail("lda = " + std::to_string(p.lda) + " is smaller than K = " + std::to_string(p.k));
   if (p.ldb < std::max(p.n, 1)) fail("ldb = " + std::to_string(p.ldb) + " is smaller than N = " + std::to_string(p.n));
   if (p.ldd < std::max(p.n, 1)) fail("ldd = " + std::to_string(p.ldd) + " is smaller than N = " + std::to_string(p.n));
@@ -267,7 +274,7 @@ inline Epilogue epilogue(const kl::Args& args) {
 }
 
 // The shape from --size or --m, --n, --k (defaults where not given), or the sweep's; refused, never
-// clamped, when a size does not fit an int or M is above kMaxRows.
+// clamped, when M is above kMaxRows or N or K above kMaxNK.
 inline std::vector<Shape> shapes(const kl::Args& args) {
   epilogue(args);  // refuses a bad --alpha, --beta, --slope, --bias or --act before any GPU work
   if (args.sweep) return sweep_shapes();
@@ -277,9 +284,9 @@ inline std::vector<Shape> shapes(const kl::Args& args) {
   const auto dim = [&](const char* what, int fallback) {
     const auto v = size ? size : args.size(what);
     if (!v) return fallback;
-    if (*v > INT_MAX)
+    if (*v > kMaxNK)
       throw kl::UsageError(std::string("--") + (size ? "size" : what) + ": " + std::to_string(*v) +
-                           " is too large (at most 2^31 - 1)");
+                           " is too large (at most 2^31 - 256: columns and k are indexed in int)");
     return static_cast<int>(*v);
   };
   const Shape sh{dim("m", kDefaultShape.m), dim("n", kDefaultShape.n), dim("k", kDefaultShape.k)};
@@ -297,8 +304,13 @@ struct Inputs {
   Problem p;
 };
 
+// The seed of a shape's inputs, in 64 bits: no shape can overflow it.
+inline std::uint64_t input_seed(const Shape& sh) {
+  return static_cast<std::uint64_t>(sh.m) * 7919 + static_cast<std::uint64_t>(sh.n) * 131 + sh.k;
+}
+
 inline void make_inputs(Inputs& in, const Shape& sh, const Epilogue& e) {
-  const std::uint64_t seed = kl::seed_for(static_cast<std::uint64_t>(sh.m) * 7919 + sh.n * 131 + sh.k);
+  const std::uint64_t seed = kl::seed_for(input_seed(sh));
   const auto mk = static_cast<std::size_t>(sh.m) * sh.k, kn = static_cast<std::size_t>(sh.k) * sh.n,
              mn = static_cast<std::size_t>(sh.m) * sh.n;
   in.a = kl::normal_floats(mk, 0, 1, seed);

@@ -10,7 +10,9 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -265,6 +267,9 @@ TEST_CASE("validate: leading dimensions, null pointers, in-place layout; zero si
   CHECK_NOTHROW(lesson06::validate(p));
   CHECK_THROWS_AS(lesson06::validate(problem(-1, 5, 6)), kl::UsageError);
   CHECK_THROWS_AS(lesson06::validate(problem(lesson06::kMaxRows + 1, 5, 6)), kl::UsageError);
+  CHECK_NOTHROW(lesson06::validate(problem(1, lesson06::kMaxNK, lesson06::kMaxNK)));
+  CHECK_THROWS_AS(lesson06::validate(problem(1, lesson06::kMaxNK + 1, 6)), kl::UsageError);
+  CHECK_THROWS_AS(lesson06::validate(problem(1, 5, lesson06::kMaxNK + 1)), kl::UsageError);
   p = problem(4, 5, 6);
   p.a = nullptr;
   CHECK_THROWS_AS(lesson06::validate(p), kl::UsageError);
@@ -366,11 +371,26 @@ TEST_CASE("the executable's shapes: defaults, --size, --m/--n/--k, the sweep; re
   a.sizes["m"] = 8;
   a.sizes["n"] = std::int64_t{1} << 31;  // does not fit an int
   CHECK_THROWS_AS(lesson06::shapes(a), kl::UsageError);
+  a.sizes["n"] = lesson06::kMaxNK;
+  a.sizes["k"] = lesson06::kMaxNK;
+  CHECK_NOTHROW(lesson06::shapes(a));
+  a.sizes["n"] = lesson06::kMaxNK + 1;  // a 256-wide tile past N would wrap an int index
+  CHECK_THROWS_AS(lesson06::shapes(a), kl::UsageError);
+  a.sizes["n"] = 8;
+  a.sizes["k"] = lesson06::kMaxNK + 1;
+  CHECK_THROWS_AS(lesson06::shapes(a), kl::UsageError);
   kl::Args sweep;
   sweep.sweep = true;
   CHECK(lesson06::shapes(sweep).size() == 9);
   sweep.texts["bias"] = "row";  // the epilogue options are checked with the shapes, before any GPU work
   CHECK_THROWS_AS(lesson06::shapes(sweep), kl::UsageError);
+}
+
+TEST_CASE("the inputs' seed: 64-bit, the committed results' values for every shape that did not overflow") {
+  CHECK(lesson06::input_seed({4096, 4096, 4096}) == 4096u * 7919 + 4096u * 131 + 4096);
+  CHECK(lesson06::input_seed({1000, 3000, 777}) == 1000u * 7919 + 3000u * 131 + 777);
+  const int big = lesson06::kMaxNK;  // N * 131 overflowed an int
+  CHECK(lesson06::input_seed({1, big, big}) == 7919 + std::uint64_t{131} * big + big);
 }
 
 TEST_CASE("the epilogue options: bias n and gelu_tanh by default, alpha, beta, slope") {

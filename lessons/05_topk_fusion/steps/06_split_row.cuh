@@ -44,15 +44,16 @@ inline int slice_count(std::int64_t rows, int vocab, int k, int sms) {
 }
 
 inline int slice_length(int vocab, int slices) {
-  const int per = (vocab + slices - 1) / slices;
-  return (per + 7) / 8 * 8;
+  const std::int64_t per = (std::int64_t{vocab} + slices - 1) / slices;  // 64-bit: V + slices - 1 may pass INT_MAX
+  return static_cast<int>((per + 7) / 8 * 8);
 }
 
 // Launches topk_block on `slices` slices of every row and, when more than one is used, the merge.
 template <class T>
 void run_block(const Problem& p, int slices, Workspace& ws, cudaStream_t s) {
   const int slice = slice_length(p.vocab, slices);
-  const int used = (p.vocab + slice - 1) / slice;  // rounding the slice up may leave the last one empty
+  // rounding the slice up may leave the last one empty; 64-bit: V + slice - 1 may pass INT_MAX
+  const auto used = static_cast<int>((std::int64_t{p.vocab} + slice - 1) / slice);
   if (used > 1) {
     ws.part_keys.resize(static_cast<std::size_t>(p.rows * used * p.k));
     ws.part_stats.resize(static_cast<std::size_t>(p.rows * used));
