@@ -273,7 +273,9 @@ TEST_CASE("tolerance: the reference rounded to each written dtype passes, an err
   }
 }
 
-TEST_CASE("the dispatcher: a warp per row for many rows or short rows (lane lists at K <= 2), a block for few, slices for decode") {
+TEST_CASE(
+    "the dispatcher: a warp per row for many rows or short rows (lane lists at K <= 2), a block for few, slices for "
+    "decode") {
   using lesson05::choose_step;
   CHECK(choose_step(4096, 50257, 10, kH100Sms) == 4);
   CHECK(choose_step(4096, 128256, 10, kH100Sms) == 4);
@@ -385,8 +387,8 @@ TEST_CASE("--logits: normal by default, masked rows hold at most 20 finite logit
   std::vector<float> xt;
   lesson05::make_logits(masked, xf, xt);
   for (int r = 0; r < 3; ++r) {
-    const auto finite = std::count_if(xf.begin() + r * 1000, xf.begin() + (r + 1) * 1000,
-                                      [](float v) { return v != -INFINITY; });
+    const auto finite =
+        std::count_if(xf.begin() + r * 1000, xf.begin() + (r + 1) * 1000, [](float v) { return v != -INFINITY; });
     CHECK(finite >= 15);
     CHECK(finite <= lesson05::kMaskedFinite);
   }

@@ -26,35 +26,20 @@ constexpr int kCap = 64 * kPack<T>;
 
 // A warp's selection: a buffer of cap keys in shared memory, whose first `count` are candidates
 // (after a sort: the best, largest first), and the threshold: the K-th best logit after the last
-// sort, -inf while fewer than K were seen (then every logit gets in). `sorted`: the last sort kept K
-// keys, so buf[k - 1] is the K-th best key, which breaks ties with the threshold. count, threshold
-// and sorted are the same in every lane.
+// sort, NaN while fewer than K were seen (no comparison with NaN is true, so every logit gets in).
+// count and threshold are the same in every lane.
 struct Selection {
   Key* buf;
   int cap;
   int count = 0;
-  float threshold = -INFINITY;
-  bool sorted = false;
+  float threshold = NAN;
 };
-
-// Whether a logit equal to the threshold can still be among the K best: only if it ranks above the
-// K-th key (a lower index). Without this, rows of equal logits, or of fewer than K finite ones
-// (-inf = -inf), would send every logit through the buffer and its sorts.
-__device__ __forceinline__ bool wins_tie(const Selection& sel, float v, int i, int k) {
-  return !sel.sorted || make_key(v, i) > sel.buf[k - 1];
-}
-
-// Whether logit v at index i can still be among the K best (NaN is never below the threshold).
-__device__ __forceinline__ bool beats(const Selection& sel, float v, int i, int k) {
-  return !(v <= sel.threshold) || (v == sel.threshold && wins_tie(sel, v, i, k));
-}
 
 // Keeps the k best candidates, sorted, at the front of the buffer and raises the threshold to the
 // k-th best logit.
 __device__ __forceinline__ void keep_best(Selection& sel, int k, int lane) {
   sel.count = sort_candidates(sel.buf, sel.count, k, lane);
-  sel.sorted = sel.count == k;
-  if (sel.sorted) sel.threshold = key_value(sel.buf[k - 1]);
+  if (sel.count == k) sel.threshold = key_value(sel.buf[k - 1]);
 }
 
 // Appends the lanes' keys that are `in` after the buffer's candidates, in lane order; the caller
@@ -65,11 +50,11 @@ __device__ __forceinline__ void append(Selection& sel, bool in, Key key, int lan
   sel.count += __popc(mask);
 }
 
-// One logit per lane (valid = false: the lane has none): in if it beats the threshold (NaN is never
-// below it).
+// One logit per lane (valid = false: the lane has none): in if not below the threshold (NaN is
+// never below). A tie gets in too: the scalar head comes after the body, so its indices are lower.
 __device__ __forceinline__ void offer(Selection& sel, bool valid, float v, int i, int k, int lane) {
   if (sel.count > sel.cap - 32) keep_best(sel, k, lane);
-  append(sel, valid && beats(sel, v, i, k), make_key(v, i), lane);
+  append(sel, valid && !(v < sel.threshold), make_key(v, i), lane);
 }
 
 // When to sort. For k up to kFullSortK, whenever fewer than 32 P slots are free: a sort is rare and
@@ -91,25 +76,21 @@ __device__ __forceinline__ int warp_sum(int v) {
 }
 
 // A pack of P logits per lane (kept in the input type until needed): when no lane's pack max
-// reaches the threshold, which is almost always, the whole warp moves on after one vote. Otherwise
+// passes the threshold, which is almost always, the whole warp moves on after one vote. Otherwise
 // each lane marks its logits that are in, and every round appends each lane's lowest marked one:
-// usually one round, where a ballot per logit of the pack cost P.
+// usually one round, where a ballot per logit of the pack cost P. A logit must be above the
+// threshold: the packs come in rising index order, so one equal to it ranks below the K-th key (a
+// lower index) and cannot win. Rows of equal logits, or of fewer than K finite ones (-inf = -inf),
+// would otherwise send every logit through the buffer and its sorts.
 template <class T, int P>
 __device__ __forceinline__ void offer_pack(Selection& sel, bool valid, const kl::Pack<T, P>& raw, float pack_max,
                                            int i0, int k, int lane) {
-  if (!__any_sync(kl::kFullMask, valid && !(pack_max < sel.threshold))) return;
+  if (!__any_sync(kl::kFullMask, valid && !(pack_max <= sel.threshold))) return;
   float v[P];
   kl::to_floats(raw, v);
-  unsigned marked = 0, tied = 0;
+  unsigned marked = 0;
 #pragma unroll
-  for (int i = 0; i < P; ++i) {
-    marked |= valid && !(v[i] <= sel.threshold) ? 1u << i : 0u;
-    tied |= valid && v[i] == sel.threshold ? 1u << i : 0u;
-  }
-  if (__any_sync(kl::kFullMask, tied != 0)) {  // rare for random logits; every pack for equal ones
-#pragma unroll
-    for (int i = 0; i < P; ++i) marked |= (tied >> i & 1u) && wins_tie(sel, v[i], i0 + i, k) ? 1u << i : 0u;
-  }
+  for (int i = 0; i < P; ++i) marked |= valid && !(v[i] <= sel.threshold) ? 1u << i : 0u;
   int incoming = 32 * P;  // at most
   if (k > kFullSortK) incoming = warp_sum(__popc(marked));
   if (sel.count + incoming > sel.cap) keep_best(sel, k, lane);
@@ -125,7 +106,8 @@ __device__ __forceinline__ void offer_pack(Selection& sel, bool valid, const kl:
 
 // Seeds an empty selection's threshold before anything is appended, so that the first sort does
 // not hold every logit of the first packs: each lane's two best logits of its first pack (64 keys),
-// sorted, and the k-th of them. k logits at least that large exist, so no logit below can win.
+// sorted, and the k-th of them. k logits at least that large exist, so no logit below can win; the
+// threshold sits just below it, so that the k (offered next, with their pack) are above it.
 template <class T, int P>
 __device__ __forceinline__ void seed_threshold(Selection& sel, bool valid, const kl::Pack<T, P>& raw, int i0, int k,
                                                int lane) {
@@ -141,7 +123,8 @@ __device__ __forceinline__ void seed_threshold(Selection& sel, bool valid, const
   sel.buf[2 * lane] = best;
   sel.buf[2 * lane + 1] = second;
   sort_candidates(sel.buf, 64, k, lane);
-  if (sel.buf[k - 1] != 0) sel.threshold = key_value(sel.buf[k - 1]);  // not sorted: its ties get in
+  const float kth = key_value(sel.buf[k - 1]);
+  if (sel.buf[k - 1] != 0 && kth > -INFINITY) sel.threshold = nextafterf(kth, -INFINITY);
   __syncwarp();  // every lane has read it before the appends overwrite it
 }
 

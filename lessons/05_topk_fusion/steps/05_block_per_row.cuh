@@ -32,7 +32,7 @@ __device__ __forceinline__ void select_from_lists(Selection& sel, const Key* key
 #pragma unroll
     for (int r = 0; r < kBatch; ++r) {
       if (sel.count > sel.cap - 32) keep_best(sel, k, lane);
-      append(sel, batch[r] != 0 && (sel.sorted ? batch[r] > sel.buf[k - 1] : batch[r] >= kth), batch[r], lane);
+      append(sel, batch[r] != 0 && !(key_value(batch[r]) < sel.threshold), batch[r], lane);
     }
   }
   keep_best(sel, k, lane);
