@@ -46,6 +46,31 @@ def compare(rows, ours, theirs, shapes):
     return "\n".join(out)
 
 
+def across(rows, shapes):
+    """Each step's median ms at each of `shapes` (its inputs differ, e.g. lesson05 --logits), and
+    how many times its time at the first shape that is."""
+    rows = klplot.latest(rows)
+    steps = []
+    for r in rows:
+        if r["shape"] in shapes and r["step"] != "copy" and (r["step"], r["name"]) not in steps:
+            steps.append((r["step"], r["name"]))
+    pick = {(r["step"], r["name"], r["shape"]): r for r in rows}
+    out = ["| step | name | " + " | ".join(shapes) + " |", "|---|---|" + "---:|" * len(shapes)]
+    for step, name in steps:
+        base = pick.get((step, name, shapes[0]))
+        cells = []
+        for shape in shapes:
+            r = pick.get((step, name, shape))
+            if r is None or klplot.failed(r):
+                cells.append("FAILED" if r is not None else "–")
+            elif shape == shapes[0] or base is None or klplot.failed(base):
+                cells.append(f"{r['ms_median']:.4g} ms")
+            else:
+                cells.append(f"{r['ms_median']:.4g} ms ({r['ms_median'] / base['ms_median']:.2f} ×)")
+        out.append(f"| {step} | {name} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit("usage: md_table.py CSV SHAPE")

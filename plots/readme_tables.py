@@ -3,6 +3,7 @@ so the numbers a student reads are the numbers a run wrote. A table sits between
 
     <!-- table results/h100/lesson02.csv n=67108864 [dtype=f16] [steps=4,5,lib] -->
     <!-- table results/h100/lesson03.csv n=1048576,n=16777216 compare=9,lib -->  (step 9 vs lib)
+    <!-- table results/h100/lesson05_ties.csv S1,S2,S3 dtype=f32 across=shapes -->  (each step at each shape)
     ...generated...
     <!-- /table -->
 
@@ -45,6 +46,8 @@ def render(match):
     if "steps" in options:
         keep = options["steps"].split(",")
         rows = [r for r in rows if r["step"] in keep]
+    if options.get("across") == "shapes":  # shape is a comma-separated list; each step's ms at each
+        return head + md_table.across(rows, shape.split(",")) + "\n" + match.group(6)
     if "compare" in options:  # shape is then a comma-separated list of shapes
         ours, theirs = options["compare"].split(",")
         return head + md_table.compare(rows, ours, theirs, shape.split(",")) + "\n" + match.group(6)

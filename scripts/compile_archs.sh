@@ -5,11 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -gt 0 ] || { echo "usage: scripts/compile_archs.sh ARCH... (e.g. 75 120)" >&2; exit 2; }
+source scripts/lib.sh
 command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
 archs=$(IFS=';'; echo "$*")
 dir="build/archs-$(IFS=-; echo "$*")"
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$archs" -DKL_CUDNN=OFF >/dev/null
-targets=$(ls -d lessons/[0-9][0-9]_* | sed -E 's|lessons/([0-9][0-9])_.*|lesson\1|')
+targets=$(lesson_targets)
 # shellcheck disable=SC2086
 cmake --build "$dir" -j "${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" --target $targets
 echo "compiled for sm_${archs//;/, sm_} without cuDNN: $targets" | tr '\n' ' '; echo

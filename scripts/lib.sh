@@ -3,12 +3,16 @@
 # The Python with matplotlib: .venv/ when bootstrap.sh had to make one, else python3.
 python3() { if [ -x .venv/bin/python3 ]; then .venv/bin/python3 "$@"; else command python3 "$@"; fi; }
 
-# Build Release with every core.
+# Build Release with every core: the given targets, or everything.
 build_release() {
   command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
   cmake --preset release >/dev/null
-  cmake --build --preset release -j "$(nproc)"
+  if [ $# -gt 0 ]; then cmake --build --preset release -j "$(nproc)" --target "$@"
+  else cmake --build --preset release -j "$(nproc)"; fi
 }
+
+# The lesson executables' target names, in ladder order (lesson01 ...).
+lesson_targets() { ls -d lessons/[0-9][0-9]_* | sed -E 's|lessons/([0-9][0-9])_.*|lesson\1|'; }
 
 # The lesson executables, in ladder order.
 lesson_binaries() { ls build/release/lessons/*/lesson[0-9][0-9] 2>/dev/null | sort; }

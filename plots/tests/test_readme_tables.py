@@ -25,6 +25,16 @@ class FillTable(unittest.TestCase):
         self.assertIn("| 2 | atomic_per_element | FAILED |", out)
         self.assertTrue(out.startswith("# Lesson\n\nbefore\n") and out.endswith("<!-- /table -->\nafter\n"))
 
+    def test_across_shapes(self):
+        import md_table
+        row = lambda step, shape, ms: {"step": step, "name": "s" + step, "shape": shape, "ms_median": ms,  # noqa: E731
+                                       "ms_min": ms, "ms_max": ms, "gbps": 1.0, "tflops": float("nan"),
+                                       "pct_of_limit": 1.0, "max_rel_err": 0.0, "dtype": "f32"}
+        rows = [row("4", "a", 1.0), row("4", "b", 1.5), row("7", "a", 2.0), row("7", "b", 1.0)]
+        out = md_table.across(rows, ["a", "b"])
+        self.assertIn("| 4 | s4 | 1 ms | 1.5 ms (1.50 ×) |", out)
+        self.assertIn("| 7 | s7 | 2 ms | 1 ms (0.50 ×) |", out)
+
 
 if __name__ == "__main__":
     unittest.main()
