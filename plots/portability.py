@@ -35,7 +35,7 @@ def na_lines(path):
     if not os.path.exists(path):
         return out
     for line in open(path):
-        m = re.match(r"(lesson\d\d): (\S+) (\S+): n/a: (.*)", line.strip())
+        m = re.match(r"(lesson\d\d): (\S+) (.+?): n/a: (.*)", line.strip())
         if m:
             out.setdefault(m.group(1), {})[(m.group(2), m.group(3))] = m.group(4)
     return out

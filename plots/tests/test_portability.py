@@ -25,7 +25,7 @@ class Portability(unittest.TestCase):
                 with open(os.path.join(root, b, "lesson07.csv"), "w") as f:
                     f.write(HEADER + "\n".join(lines) + "\n")
             with open(os.path.join(root, "p75", "na.txt"), "w") as f:
-                f.write("lesson07: 2 b: n/a: needs sm_80 (built for compute_75)\n")
+                f.write("lesson07: 2 b: n/a: needs sm_80 (built for compute_75)\nlesson07: 3 e[bias n]: n/a: needs sm_80\n")
             with open(os.path.join(root, "native", "ctest.txt"), "w") as f:
                 f.write("100% tests passed, 0 tests failed out of 9\n")
             out = portability.report(root)
@@ -33,6 +33,7 @@ class Portability(unittest.TestCase):
         self.assertIn("| compute_75 | not run |", out)
         self.assertIn("| 1 a | ran, checked | ran, checked |", out)
         self.assertIn("| 2 b | ran, checked | n/a: needs sm_80 (built for compute_75) |", out)
+        self.assertIn("| 3 e[bias n] | — | n/a: needs sm_80 |", out)
         self.assertNotIn("copy", out)
 
 
