@@ -7,7 +7,6 @@ import os
 import klplot
 
 DEFAULT_SHAPE = "MxK=16384x4096"  # lesson04's default: K = 4096, M = 2^26 / K
-DEFAULT_DTYPE = "f32"  # the summary line compares f32 rows; the CSV holds f16 and f32 sweeps
 DTYPES = ("f32", "f16")
 CROSSOVER_STEPS = ("2", "3", "4", "5", "6")
 

@@ -1,5 +1,8 @@
 """readme_tables.py README.md...: regenerates every table in a lesson README from the committed CSV,
-so the numbers a student reads are the numbers a run wrote. A table sits between
+so the numbers a student reads are the numbers a run wrote.
+readme_tables.py --check README.md...: changes nothing; names each table that differs from what the
+committed CSV gives (README, line, marker, and the difference) and exits 1 if any does (ctest
+readme_tables.check runs it over README.md and every lessons/*/README.md). A table sits between
 
     <!-- table results/h100/lesson02.csv n=67108864 [dtype=f16] [steps=4,5,lib] -->
     <!-- table results/h100/lesson03.csv n=1048576,n=16777216 compare=9,lib -->  (step 9 vs lib)
@@ -10,6 +13,7 @@ so the numbers a student reads are the numbers a run wrote. A table sits between
 (the CSV path is relative to the repository root). A table shows one GPU's rows: those of the GPU
 the CSV's folder is for (klplot.read_rows), and a CSV under results/<gpu>/ that holds no rows of
 that GPU is an error, so another GPU's run never appears under the committed GPU's name."""
+import difflib
 import os
 import re
 import sys
@@ -54,16 +58,47 @@ def render(match):
     return head + md_table.table(rows, shape) + "\n" + match.group(6)
 
 
-def main(paths):
+def stale_tables(path, text):
+    """(line, marker, diff) for each table in `text` that differs from what its CSV gives."""
+    stale = []
+    for match in BLOCK.finditer(text):
+        old, new = match.group(0), render(match)
+        if new != old:
+            line = text.count("\n", 0, match.start()) + 1
+            diff = difflib.unified_diff(old.splitlines(), new.splitlines(), "README", "CSV", n=0, lineterm="")
+            stale.append((line, match.group(1).strip(), [d for d in diff if not d.startswith(("---", "+++", "@@"))]))
+    return stale
+
+
+def main(paths, check=False):
+    """Regenerates the tables in `paths`; with check=True changes nothing and returns 1 if a table is stale."""
+    stale = 0
     for path in paths:
         with open(path) as f:
             text = f.read()
+        if check:
+            for line, marker, diff in stale_tables(path, text):
+                stale += 1
+                print(f"{path}:{line}: {marker} differs from the committed CSV")
+                for d in diff[:20]:
+                    print("    " + d)
+                if len(diff) > 20:
+                    print(f"    ... {len(diff) - 20} more lines")
+            continue
         new = BLOCK.sub(render, text)
         if new != text:
             with open(path, "w") as f:
                 f.write(new)
             print("updated", path)
+    if stale:
+        print(f"{stale} stale table(s): run python3 plots/readme_tables.py on the README(s) above and commit them")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    args = sys.argv[1:]
+    check = "--check" in args
+    paths = [a for a in args if a != "--check"]
+    if not paths:
+        sys.exit("usage: readme_tables.py [--check] README.md...")
+    sys.exit(main(paths, check))
