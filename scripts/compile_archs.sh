@@ -5,12 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -gt 0 ] || { echo "usage: scripts/compile_archs.sh ARCH... (e.g. 75 120)" >&2; exit 2; }
-source scripts/lib.sh
 command -v nvcc >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
 archs=$(IFS=';'; echo "$*")
 dir="build/archs-$(IFS=-; echo "$*")"
 cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="$archs" -DKL_CUDNN=OFF >/dev/null
-targets=$(lesson_targets)
-# shellcheck disable=SC2086
-cmake --build "$dir" -j "${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" --target $targets
-echo "compiled for sm_${archs//;/, sm_} without cuDNN: $targets" | tr '\n' ' '; echo
+cmake --build "$dir" -j "${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" --target lessons
+echo "compiled every lesson for sm_${archs//;/, sm_} without cuDNN"

@@ -11,8 +11,7 @@ build_release() {
   else cmake --build --preset release -j "$(nproc)"; fi
 }
 
-# The lesson executables' target names, in ladder order (lesson01 ...).
-lesson_targets() { ls -d lessons/[0-9][0-9]_* | sed -E 's|lessons/([0-9][0-9])_.*|lesson\1|'; }
+
 
 # The lesson executables, in ladder order.
 lesson_binaries() { ls build/release/lessons/*/lesson[0-9][0-9] 2>/dev/null | sort; }

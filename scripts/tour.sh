@@ -10,8 +10,7 @@ cd "$(dirname "$0")/.."
 source scripts/lib.sh
 start=$SECONDS
 bash scripts/bootstrap.sh
-# shellcheck disable=SC2046
-build_release $(lesson_targets)
+build_release lessons
 built=$SECONDS
 took() { echo; echo "tour: $((SECONDS - start)) s ($((built - start)) s bootstrap and build, $((SECONDS - built)) s runs)"; }
 
