@@ -12,7 +12,17 @@ readme_tables.check runs it over README.md and every lessons/*/README.md). A tab
 
 (the CSV path is relative to the repository root). A table shows one GPU's rows: those of the GPU
 the CSV's folder is for (klplot.read_rows), and a CSV under results/<gpu>/ that holds no rows of
-that GPU is an error, so another GPU's run never appears under the committed GPU's name."""
+that GPU is an error, so another GPU's run never appears under the committed GPU's name.
+
+The root README's ladder sits between
+
+    <!-- ladder results/h100 -->
+    ...generated: one row per results/h100/lessonNN.csv...
+    <!-- /ladder -->
+
+(the folder is relative to the repository root, and so are the links to lessons/NN_*/README.md): each
+lesson's best step at its default shape and dtype, with the library and PyTorch rows at that shape and
+dtype, chosen as plots/summary.py chooses them (summary.standing). --check covers it as it covers a table."""
 import difflib
 import os
 import re
@@ -21,9 +31,11 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import klplot  # noqa: E402
 import md_table  # noqa: E402
+import summary  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BLOCK = re.compile(r"(<!-- table (\S+) (\S+)((?: \w+=\S+)*) -->\n)(.*?)(<!-- /table -->)", re.S)
+LADDER = re.compile(r"(<!-- ladder (\S+) -->\n)(.*?)(<!-- /ladder -->)", re.S)
 
 
 def rows_of(csv_path):
@@ -58,11 +70,55 @@ def render(match):
     return head + md_table.table(rows, shape) + "\n" + match.group(6)
 
 
+def lesson_link(lesson):
+    """'lesson01' -> '[01 naive reductions](lessons/01_naive_reduction/README.md)': the title is what
+    follows "— " in the first line of the lesson's README; the link is relative to the repository root."""
+    number = lesson[len("lesson"):]
+    dirs = sorted(d for d in os.listdir(summary.LESSONS) if d.startswith(number + "_"))
+    if len(dirs) != 1:
+        sys.exit(f"readme_tables: no single lessons/{number}_*/ for {lesson}")
+    with open(os.path.join(summary.LESSONS, dirs[0], "README.md")) as f:
+        title = f.readline().strip().split(" — ", 1)[-1].lstrip("# ")
+    return f"[{number} {title}](lessons/{dirs[0]}/README.md)"
+
+
+def ladder(out_dir):
+    """One row per out_dir/lessonNN.csv: the best step at the lesson's default shape and dtype, and
+    the library and PyTorch rows there (× = their median time / our best step's: above 1, ours is faster)."""
+    out = ["| lesson | default run | best step | ms | rate | % of limit | × step 1 | library ms | × library | "
+           "PyTorch ms | × PyTorch |",
+           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for lesson, csv_path in summary.lessons(os.path.join(ROOT, out_dir)):
+        shape, dtype = summary.default_shape(lesson), summary.default_dtype(lesson)
+        s = summary.standing(rows_of(f"{out_dir}/{lesson}.csv"), shape, dtype)
+        run = f"`{shape}` {dtype}"
+        if s.best is None:
+            out.append(f"| {lesson_link(lesson)} | {run} | {s.problem} | | | | | | | | |")
+            continue
+        best = s.best
+        times = lambda ref: ((f"{ref['ms_median']:.4g} (`{ref['name']}`)",  # noqa: E731
+                              summary.ratio(ref["ms_median"] / best["ms_median"])) if ref else ("–", "–"))
+        step = f"{best['step']} `{best['name']}`" + (f"; FAILED: {', '.join(s.failed)}" if s.failed else "")
+        out.append(" | ".join([f"| {lesson_link(lesson)}", run, step, f"{best['ms_median']:.4g}", summary.rate(best),
+                               f"{best['pct_of_limit']:.1f}%", times(s.first)[1], *times(s.lib), *times(s.pytorch)])
+                   + " |")
+    return "\n".join(out)
+
+
+def render_ladder(match):
+    return match.group(1) + ladder(match.group(2)) + "\n" + match.group(4)
+
+
+BLOCKS = ((BLOCK, render), (LADDER, render_ladder))
+
+
 def stale_tables(path, text):
-    """(line, marker, diff) for each table in `text` that differs from what its CSV gives."""
+    """(line, marker, diff) for each table and ladder in `text` that differs from what its CSV gives."""
     stale = []
-    for match in BLOCK.finditer(text):
-        old, new = match.group(0), render(match)
+    matches = sorted(((m, fill) for pattern, fill in BLOCKS for m in pattern.finditer(text)),
+                     key=lambda mf: mf[0].start())
+    for match, fill in matches:
+        old, new = match.group(0), fill(match)
         if new != old:
             line = text.count("\n", 0, match.start()) + 1
             diff = difflib.unified_diff(old.splitlines(), new.splitlines(), "README", "CSV", n=0, lineterm="")
@@ -85,7 +141,9 @@ def main(paths, check=False):
                 if len(diff) > 20:
                     print(f"    ... {len(diff) - 20} more lines")
             continue
-        new = BLOCK.sub(render, text)
+        new = text
+        for pattern, fill in BLOCKS:
+            new = pattern.sub(fill, new)
         if new != text:
             with open(path, "w") as f:
                 f.write(new)

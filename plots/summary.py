@@ -2,6 +2,7 @@
 shape and dtype (the first of main.cu's lesson.dtypes, as the executable's default run), its % of the
 limit, and how it compares with step 1, the library and PyTorch in that same dtype. Ratios have two
 significant digits."""
+import collections
 import glob
 import importlib
 import math
@@ -36,39 +37,67 @@ def ratio(x):
     return f"{x:.{max(decimals, 0)}f}"
 
 
-def summarize(lesson, rows, shape, dtype=None):
-    """One line for `lesson` from its rows at `shape` and `dtype` only (default: the lesson's default
-    dtype): its best step, step 1, the library and PyTorch are compared in the same dtype."""
-    dtype = dtype or default_dtype(lesson)
+def default_shape(lesson):
+    """The shape of lessonNN's default run: plots/lessonNN.py's DEFAULT_SHAPE."""
+    return importlib.import_module(lesson).DEFAULT_SHAPE
+
+
+def lessons(out_dir):
+    """(lesson, CSV path) for each DIR/lessonNN.csv, in lesson order."""
+    return [(os.path.basename(p)[:-4], p) for p in sorted(glob.glob(os.path.join(out_dir, "lesson[0-9][0-9].csv")))]
+
+
+Standing = collections.namedtuple("Standing", "best first lib pytorch failed problem")
+Standing.__doc__ = """Where a lesson stands at one shape and dtype: its best step (the fastest of the ladder's
+numbered steps that passed its check), step 1, the library and PyTorch rows (each None where absent or
+failed), the names of the steps that failed there, and `problem` (a sentence, with best None) where no
+step can be named."""
+
+
+def standing(rows, shape, dtype):
+    """The Standing of `rows` at `shape` and `dtype` only: best step, step 1, library and PyTorch are
+    compared in one dtype (summarize and readme_tables' ladder both use it)."""
     rows = [r for r in klplot.latest(rows) if r["shape"] == shape and r["dtype"] == dtype]
     if not rows:
-        return f"{lesson}: no {dtype} rows at {shape}"
+        return Standing(None, None, None, None, [], f"no {dtype} rows at {shape}")
     ok = [r for r in rows if not klplot.failed(r)]
     ours = [r for r in ok if r["step"].isdigit()]  # the ladder's steps (not lib, pytorch, copy or extras)
     failed = [r["name"] for r in rows if klplot.failed(r)]
     if not ours:
-        return f"{lesson}: no step passed its check at {shape} {dtype}"
-    best = min(ours, key=lambda r: r["ms_median"])
-    rate = f'{best["gbps"]:.0f} GB/s' if not math.isnan(best["gbps"]) else f'{best["tflops"]:.1f} TFLOP/s'
+        return Standing(None, None, None, None, failed, f"no step passed its check at {shape} {dtype}")
+    first_of = lambda step: next((r for r in ok if r["step"] == step), None)  # noqa: E731
+    return Standing(min(ours, key=lambda r: r["ms_median"]), first_of("1"), first_of("lib"), first_of("pytorch"),
+                    failed, None)
+
+
+def rate(row):
+    """'2213 GB/s' for a memory-bound row, '46.2 TFLOP/s' for a compute-bound one."""
+    return f'{row["gbps"]:.0f} GB/s' if not math.isnan(row["gbps"]) else f'{row["tflops"]:.1f} TFLOP/s'
+
+
+def summarize(lesson, rows, shape, dtype=None):
+    """One line for `lesson` from its rows at `shape` and `dtype` only (default: the lesson's default
+    dtype): its best step, step 1, the library and PyTorch are compared in the same dtype."""
+    dtype = dtype or default_dtype(lesson)
+    s = standing(rows, shape, dtype)
+    if s.best is None:
+        return f"{lesson}: {s.problem}"
+    best = s.best
     parts = [f"{lesson} [{shape}]: best step {best['step']} {best['name']} {best['ms_median']:.4f} ms ({dtype}), "
-             f"{rate}, {best['pct_of_limit']:.1f}% of limit"]
-    first = [r for r in ours if r["step"] == "1"]
-    if first:
-        parts.append(f"{ratio(first[0]['ms_median'] / best['ms_median'])}x step 1")
-    for step, label in (("lib", "library"), ("pytorch", "PyTorch")):
-        ref = [r for r in ok if r["step"] == step]
+             f"{rate(best)}, {best['pct_of_limit']:.1f}% of limit"]
+    if s.first:
+        parts.append(f"{ratio(s.first['ms_median'] / best['ms_median'])}x step 1")
+    for ref, label in ((s.lib, "library"), (s.pytorch, "PyTorch")):
         if ref:
-            parts.append(f"{ratio(ref[0]['ms_median'] / best['ms_median'])}x {label} ({ref[0]['name']})")
-    if failed:
-        parts.append("FAILED: " + " ".join(failed))
+            parts.append(f"{ratio(ref['ms_median'] / best['ms_median'])}x {label} ({ref['name']})")
+    if s.failed:
+        parts.append("FAILED: " + " ".join(s.failed))
     return ", ".join(parts)
 
 
 def main(out_dir):
-    for csv_path in sorted(glob.glob(os.path.join(out_dir, "lesson[0-9][0-9].csv"))):
-        lesson = os.path.basename(csv_path)[:-4]
-        module = importlib.import_module(lesson)
-        print(summarize(lesson, klplot.read_rows(csv_path), module.DEFAULT_SHAPE, default_dtype(lesson)))
+    for lesson, csv_path in lessons(out_dir):
+        print(summarize(lesson, klplot.read_rows(csv_path), default_shape(lesson), default_dtype(lesson)))
 
 
 if __name__ == "__main__":

@@ -85,5 +85,125 @@ class CheckMode(unittest.TestCase):
         self.assertNotIn("lesson02.csv", out)
 
 
+class Ladder(unittest.TestCase):
+    """The root README's ladder: one row per lessonNN.csv, each lesson's best step at its default shape
+    and dtype beside step 1, the library and PyTorch there, as summary.py picks them."""
+    TEXT = "# Course\n\nbefore\n<!-- ladder plots/tests/sample -->\n| 01 | typed by hand |\n<!-- /ladder -->\nafter\n"
+
+    def setUp(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".md", delete=False) as f:
+            f.write(self.TEXT)
+        self.path = f.name
+
+    def tearDown(self):
+        os.unlink(self.path)
+
+    def fill(self):
+        with redirect_stdout(io.StringIO()):
+            readme_tables.main([self.path])
+        with open(self.path) as f:
+            return f.read()
+
+    def check(self):
+        out = io.StringIO()
+        with redirect_stdout(out):
+            code = readme_tables.main([self.path], check=True)
+        return code, out.getvalue()
+
+    def rows(self):
+        text = self.fill()
+        body = text[text.index("<!-- ladder"):text.index("<!-- /ladder -->")].splitlines()[1:]
+        return {line.split("](")[0].lstrip("| ["): line for line in body if line.startswith("| [")}
+
+    def test_one_row_per_lesson_between_markers(self):
+        text = self.fill()
+        self.assertNotIn("typed by hand", text)
+        self.assertTrue(text.startswith("# Course\n\nbefore\n<!-- ladder plots/tests/sample -->\n| lesson |"))
+        self.assertTrue(text.endswith("|\n<!-- /ladder -->\nafter\n"))
+        self.assertEqual([k[:2] for k in self.rows()], ["01", "02", "03", "04", "05", "06", "07"])
+
+    def test_best_step_step1_library_pytorch(self):
+        row = self.rows()["01 naive reductions"]
+        self.assertIn("(lessons/01_naive_reduction/README.md)", row)
+        self.assertIn("| `n=67108864` f32 | 4 `block_atomic`; FAILED: atomic_per_element | 0.095 | 2825 GB/s | "
+                      "94.2% | 13000 | 0.093 (`cub`) | 0.98 | 0.1 (`torch.sum`) | 1.1 |", row)
+
+    def test_default_dtype_and_missing_rows(self):
+        """Lesson 05 compares f32 with f32 (its default) and has no library row: "–"; lesson 07 runs f16
+        and has no PyTorch row at its default shape; lesson 06 shows TFLOP/s."""
+        rows = self.rows()
+        self.assertIn("| `RxVxK=4096x50257x10` f32 | 4 `warp_select` | 0.0974 | 8460 GB/s | 282.0% | 34 | – | – | "
+                      "3.57 (`torch.topk(softmax)`) | 37 |", rows["05 fused softmax + top-K"])
+        self.assertTrue(rows["07 the WMMA attention tile, grown into a flash-attention forward"].endswith(
+            "| `B=65536` f16 | 4 `tile_registers` | 0.04544 | 2954 GB/s | 100.5% | 2.5 | "
+            "0.4337 (`cublas_softmax_cublas`) | 9.5 | – | – |"))
+        self.assertIn("| 46.9 TFLOP/s |", rows["06 tiled SGEMM with double buffering and a fused epilogue"])
+
+    def test_agrees_with_summary(self):
+        """The ladder and summary.py name the same best step and ratios for every lesson."""
+        import summary
+        for lesson, csv_path in summary.lessons(os.path.join(HERE, "sample")):
+            line = summary.summarize(lesson, readme_tables.rows_of(f"plots/tests/sample/{lesson}.csv"),
+                                     summary.default_shape(lesson))
+            row = next(v for k, v in self.rows().items() if k.startswith(lesson[len("lesson"):] + " "))
+            step, name = line.split("best step ")[1].split()[:2]
+            self.assertIn(f"| {step} `{name}`", row, lesson)
+            for ratio in (p.split("x ")[0] for p in line.split(", ") if "x step 1" in p or "x library" in p
+                          or "x PyTorch" in p):
+                self.assertIn(f"| {ratio} |", row, lesson)
+
+    def test_check_names_a_stale_ladder(self):
+        code, out = self.check()
+        self.assertEqual(code, 1)
+        self.assertIn(f"{self.path}:4: <!-- ladder plots/tests/sample --> differs from the committed CSV", out)
+        self.assertIn("-| 01 | typed by hand |", out)
+        with open(self.path) as f:
+            self.assertEqual(f.read(), self.TEXT)
+
+    def test_check_passes_fresh_and_fails_one_changed_number(self):
+        text = self.fill()
+        self.assertEqual(self.check(), (0, ""))
+        with open(self.path, "w") as f:
+            f.write(text.replace("| 0.0974 | 8460 GB/s |", "| 0.0973 | 8460 GB/s |"))
+        code, out = self.check()
+        self.assertEqual(code, 1)
+        self.assertIn("<!-- ladder plots/tests/sample -->", out)
+
+    def test_check_covers_tables_and_ladder_in_order(self):
+        with open(self.path, "w") as f:
+            f.write("<!-- table plots/tests/sample/lesson01.csv n=67108864 -->\nstale\n<!-- /table -->\n" + self.TEXT)
+        code, out = self.check()
+        self.assertEqual(code, 1)
+        lines = [line for line in out.splitlines() if "differs" in line]
+        self.assertEqual(len(lines), 2)
+        self.assertIn(":1: <!-- table", lines[0])
+        self.assertIn(":7: <!-- ladder", lines[1])
+
+
+class Standing(unittest.TestCase):
+    """summary.standing, which summary.py and the ladder share."""
+    @staticmethod
+    def row(step, ms, dtype="f32", shape="n=1", name=None):
+        return {"step": step, "name": name or "s" + step, "dtype": dtype, "shape": shape, "ms_median": ms,
+                "ms_min": ms, "ms_max": ms, "gbps": 1.0, "tflops": float("nan"), "pct_of_limit": 1.0,
+                "max_rel_err": 0.0}
+
+    def test_best_of_passing_numbered_steps(self):
+        import summary
+        nan = float("nan")
+        rows = [self.row("1", 4.0), self.row("2", 1.0), self.row("3", nan), self.row("lib", 0.5),
+                self.row("pytorch", nan), self.row("copy", 0.1), self.row("2", 0.2, dtype="f16"),
+                self.row("2", 0.3, shape="n=2")]
+        s = summary.standing(rows, "n=1", "f32")
+        self.assertEqual((s.best["step"], s.first["ms_median"], s.lib["ms_median"], s.pytorch, s.failed, s.problem),
+                         ("2", 4.0, 0.5, None, ["s3", "spytorch"], None))
+
+    def test_no_rows_or_no_passing_step(self):
+        import summary
+        self.assertEqual(summary.standing([self.row("1", 1.0)], "n=1", "f16").problem, "no f16 rows at n=1")
+        s = summary.standing([self.row("1", float("nan")), self.row("lib", 1.0)], "n=1", "f32")
+        self.assertEqual((s.best, s.problem), (None, "no step passed its check at n=1 f32"))
+
+
 if __name__ == "__main__":
     unittest.main()
