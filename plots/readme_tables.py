@@ -1,4 +1,4 @@
-"""readme_tables.py README.md...: regenerates every table in a lesson README from the committed CSV,
+"""readme_tables.py README.md...: regenerates every table and quoted value in a README from the committed CSV,
 so the numbers a student reads are the numbers a run wrote.
 readme_tables.py --check README.md...: changes nothing; names each table that differs from what the
 committed CSV gives (README, line, marker, and the difference) and exits 1 if any does (ctest
@@ -22,8 +22,24 @@ The root README's ladder sits between
 
 (the folder is relative to the repository root, and so are the links to lessons/NN_*/README.md): each
 lesson's best step at its default shape and dtype, with the library and PyTorch rows at that shape and
-dtype, chosen as plots/summary.py chooses them (summary.standing). --check covers it as it covers a table."""
+dtype, chosen as plots/summary.py chooses them (summary.standing). --check covers it as it covers a table.
+
+A number quoted in prose sits between
+
+    <!-- value results/h100/lesson01.csv 4 n=67108864 pct_of_limit -->75<!-- /value -->
+    <!-- value CSV STEP SHAPE [dtype=D] FIELD [fmt=F] -->...generated...<!-- /value -->
+
+(inline; the marker must not begin a line, where Markdown would read it as an HTML block): one field of
+the latest row of step STEP at SHAPE (and dtype D; needed where the CSV has that step at that shape in
+several dtypes). FIELD is a CSV column (ms_median, gbps, tflops, pct_of_limit, ms_min, ms_max,
+max_rel_err) or a ratio x_REF = step REF's median time / this step's at the same shape and dtype (above
+1, this step is faster): x_step1, x_step3 (numbered steps), x_lib, x_pytorch, x_pytorch_topk (any other
+label). F is a Python format spec (.0f, .1f, .3f) or Nsig: N significant digits, never in exponent
+notation (2943.6 -> 2940 with 3sig); the default is 4sig for times and GB/s, 3sig for TFLOP/s, .0f for
+pct_of_limit, .1e for max_rel_err and 2sig for a ratio. --check covers values as it covers tables; a
+marker naming no row, a FAILED row or an unknown field is an error (file:line), not a stale value."""
 import difflib
+import math
 import os
 import re
 import sys
@@ -36,6 +52,14 @@ import summary  # noqa: E402
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BLOCK = re.compile(r"(<!-- table (\S+) (\S+)((?: \w+=\S+)*) -->\n)(.*?)(<!-- /table -->)", re.S)
 LADDER = re.compile(r"(<!-- ladder (\S+) -->\n)(.*?)(<!-- /ladder -->)", re.S)
+VALUE = re.compile(r"(<!-- value\s((?:(?!-->).)*?)\s*-->)([^<\n]*)(<!-- /value -->)", re.S)
+DEFAULT_FMT = {"ms_median": "4sig", "ms_min": "4sig", "ms_max": "4sig", "gbps": "4sig", "tflops": "3sig",
+               "pct_of_limit": ".0f", "max_rel_err": ".1e"}
+RATIO_FMT = "2sig"
+
+
+class MarkerError(ValueError):
+    """A marker that names no row, a FAILED row, an unknown field or a bad format."""
 
 
 def rows_of(csv_path):
@@ -109,25 +133,126 @@ def render_ladder(match):
     return match.group(1) + ladder(match.group(2)) + "\n" + match.group(4)
 
 
-BLOCKS = ((BLOCK, render), (LADDER, render_ladder))
+def significant(v, digits):
+    """v to `digits` significant digits in plain notation: (2943.63, 3) -> '2940', (0.068256, 2) -> '0.068'."""
+    if v == 0 or not math.isfinite(v):
+        return f"{v:.{max(digits - 1, 0)}f}"
+    decimals = digits - 1 - math.floor(math.log10(abs(v)))
+    r = round(v, decimals)
+    if r != 0 and math.floor(math.log10(abs(r))) > math.floor(math.log10(abs(v))):  # 9.96 -> 10, one digit fewer
+        decimals -= 1
+        r = round(v, decimals)
+    return f"{r:.{max(decimals, 0)}f}"
+
+
+def format_value(v, fmt):
+    if re.fullmatch(r"[1-9]\d*sig", fmt):
+        return significant(v, int(fmt[:-3]))
+    try:
+        return format(v, fmt)
+    except ValueError as e:
+        raise MarkerError(f"fmt={fmt} is neither a Python format spec for a float nor Nsig ({e})")
+
+
+def value(tokens):
+    """The text of one value marker's number, from its tokens: CSV STEP SHAPE [dtype=D] FIELD [fmt=F]."""
+    usage = "a value marker reads CSV STEP SHAPE [dtype=D] FIELD [fmt=F]"
+    if len(tokens) < 4:
+        raise MarkerError(usage)
+    csv_path, step, shape = tokens[:3]
+    options, fields = {}, []
+    for t in tokens[3:]:
+        if "=" in t:
+            key, val = t.split("=", 1)
+            if key not in ("dtype", "fmt"):
+                raise MarkerError(f"unknown option {key}=: {usage}")
+            options[key] = val
+        else:
+            fields.append(t)
+    if len(fields) != 1:
+        raise MarkerError(f"{len(fields)} fields ({' '.join(fields) or 'none'}): {usage}")
+    field = fields[0]
+    if field not in DEFAULT_FMT and not field.startswith("x_"):
+        raise MarkerError(f"unknown field {field}: one of {', '.join(DEFAULT_FMT)} or a ratio x_step1, x_lib, "
+                          "x_pytorch, ...")
+    rows = klplot.latest(rows_of(csv_path))
+
+    def pick(label, dtype):
+        at = [r for r in rows if r["step"] == label and r["shape"] == shape and dtype in (None, r["dtype"])]
+        where = f"step {label} at {shape}" + (f" dtype={dtype}" if dtype else "")
+        if not at:
+            here = sorted({r["step"] for r in rows if r["shape"] == shape and dtype in (None, r["dtype"])})
+            raise MarkerError(f"{csv_path} has no row of {where}" +
+                              (f" (steps there: {', '.join(here)})" if here else " (no row at that shape)"))
+        if len(at) > 1:
+            which = ", ".join(f"{r['name']} {r['dtype']}" for r in at)
+            raise MarkerError(f"{csv_path} has {len(at)} rows of {where} ({which}): give dtype=")
+        if klplot.failed(at[0]):
+            raise MarkerError(f"{where} FAILED in {csv_path}: it has no time to quote")
+        return at[0]
+
+    row = pick(step, options.get("dtype"))
+    if field.startswith("x_"):
+        ref = field[2:]
+        ref = ref[len("step"):] if re.fullmatch(r"step\d+", ref) else ref
+        v = pick(ref, row["dtype"])["ms_median"] / row["ms_median"]
+    else:
+        v = row[field]
+        if math.isnan(v):
+            raise MarkerError(f"step {step} at {shape} has no {field} in {csv_path}")
+    return format_value(v, options.get("fmt", DEFAULT_FMT.get(field, RATIO_FMT)))
+
+
+def render_value(match):
+    return match.group(1) + value(match.group(2).split()) + match.group(4)
+
+
+BLOCKS = ((BLOCK, render), (LADDER, render_ladder), (VALUE, render_value))
+
+
+def filled(path, text):
+    """(match, what it becomes) for each table, ladder and value in `text`, in order; a bad marker exits,
+    naming path:line."""
+    matches = sorted(((m, fill) for pattern, fill in BLOCKS for m in pattern.finditer(text)),
+                     key=lambda mf: mf[0].start())
+    values = {m.start() for m, fill in matches if fill is render_value}
+    for opening in re.finditer(r"<!-- value\b", text):
+        if opening.start() not in values:
+            line = text.count("\n", 0, opening.start()) + 1
+            sys.exit(f"readme_tables: {path}:{line}: a value marker without its number and <!-- /value --> on the "
+                     "same line: <!-- value CSV STEP SHAPE [dtype=D] FIELD [fmt=F] -->NUMBER<!-- /value -->")
+    end = 0
+    for match, fill in matches:
+        if match.start() < end:  # inside a block already filled
+            continue
+        end = match.end()
+        line = text.count("\n", 0, match.start()) + 1
+        try:
+            if fill is render_value and not text[text.rfind("\n", 0, match.start()) + 1:match.start()].strip():
+                raise MarkerError("a value marker must not begin a line: Markdown would read the line as an HTML "
+                                  "block and end the paragraph there")
+            yield line, match, fill(match)
+        except MarkerError as e:
+            sys.exit(f"readme_tables: {path}:{line}: {' '.join(match.group(1).split())}: {e}")
 
 
 def stale_tables(path, text):
-    """(line, marker, diff) for each table and ladder in `text` that differs from what its CSV gives."""
+    """(line, marker, diff) for each table, ladder and value in `text` that differs from what its CSV gives."""
     stale = []
-    matches = sorted(((m, fill) for pattern, fill in BLOCKS for m in pattern.finditer(text)),
-                     key=lambda mf: mf[0].start())
-    for match, fill in matches:
-        old, new = match.group(0), fill(match)
+    for line, match, new in filled(path, text):
+        old = match.group(0)
         if new != old:
-            line = text.count("\n", 0, match.start()) + 1
-            diff = difflib.unified_diff(old.splitlines(), new.splitlines(), "README", "CSV", n=0, lineterm="")
-            stale.append((line, match.group(1).strip(), [d for d in diff if not d.startswith(("---", "+++", "@@"))]))
+            if match.re is VALUE:
+                diff = [f"-{match.group(3)}", f"+{new[len(match.group(1)):-len(match.group(4))]}"]
+            else:
+                diff = difflib.unified_diff(old.splitlines(), new.splitlines(), "README", "CSV", n=0, lineterm="")
+                diff = [d for d in diff if not d.startswith(("---", "+++", "@@"))]
+            stale.append((line, " ".join(match.group(1).split()), diff))
     return stale
 
 
 def main(paths, check=False):
-    """Regenerates the tables in `paths`; with check=True changes nothing and returns 1 if a table is stale."""
+    """Regenerates the tables and values in `paths`; with check=True changes nothing and returns 1 if one is stale."""
     stale = 0
     for path in paths:
         with open(path) as f:
@@ -141,15 +266,18 @@ def main(paths, check=False):
                 if len(diff) > 20:
                     print(f"    ... {len(diff) - 20} more lines")
             continue
-        new = text
-        for pattern, fill in BLOCKS:
-            new = pattern.sub(fill, new)
+        parts, end = [], 0
+        for _, match, replacement in list(filled(path, text)):
+            parts += [text[end:match.start()], replacement]
+            end = match.end()
+        new = "".join(parts) + text[end:]
         if new != text:
             with open(path, "w") as f:
                 f.write(new)
             print("updated", path)
     if stale:
-        print(f"{stale} stale table(s): run python3 plots/readme_tables.py on the README(s) above and commit them")
+        print(f"{stale} stale table(s) or value(s): run python3 plots/readme_tables.py on the README(s) above and "
+              "commit them")
     return 1 if stale else 0
 
 

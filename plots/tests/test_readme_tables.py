@@ -180,6 +180,104 @@ class Ladder(unittest.TestCase):
         self.assertIn(":7: <!-- ladder", lines[1])
 
 
+class Values(unittest.TestCase):
+    """A number quoted in prose: <!-- value CSV STEP SHAPE [dtype=D] FIELD [fmt=F] -->N<!-- /value -->."""
+    CSV01 = "plots/tests/sample/lesson01.csv"
+    CSV05 = "plots/tests/sample/lesson05.csv"
+
+    def setUp(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".md", delete=False) as f:
+            self.path = f.name
+
+    def tearDown(self):
+        os.unlink(self.path)
+
+    def marker(self, args, number="?"):
+        return f"<!-- value {args} -->{number}<!-- /value -->"
+
+    def write(self, text):
+        with open(self.path, "w") as f:
+            f.write(text)
+
+    def fill(self, text):
+        self.write(text)
+        with redirect_stdout(io.StringIO()):
+            readme_tables.main([self.path])
+        with open(self.path) as f:
+            return f.read()
+
+    def value(self, args):
+        out = self.fill("x " + self.marker(args) + " y\n")
+        return out[out.index("-->") + 3:out.index("<!-- /value -->")]
+
+    def check(self):
+        out = io.StringIO()
+        with redirect_stdout(out):
+            code = readme_tables.main([self.path], check=True)
+        return code, out.getvalue()
+
+    def test_fills_between_markers_and_leaves_the_text(self):
+        gbps = self.marker(f"{self.CSV01} 4 n=67108864 gbps")
+        pct = self.marker(f"{self.CSV01} 4 n=67108864 pct_of_limit", "12")
+        text = f"# L\n\nStep 4 reads at {gbps} GB/s ({pct} %\nof copy).\n"
+        out = self.fill(text)
+        self.assertEqual(out, text.replace("-->?<", "-->2825<").replace("-->12<", "-->94<"))
+
+    def test_default_and_given_formats(self):
+        self.assertEqual(self.value(f"{self.CSV01} 4 n=67108864 ms_median"), "0.09500")  # 4 significant digits
+        self.assertEqual(self.value(f"{self.CSV01} 4 n=67108864 ms_median fmt=.3f"), "0.095")
+        self.assertEqual(self.value(f"{self.CSV01} 4 n=67108864 pct_of_limit fmt=.1f"), "94.2")
+        self.assertEqual(self.value(f"{self.CSV01} copy bytes=1073741824 gbps fmt=2sig"), "3000")
+        self.assertEqual(self.value(f"{self.CSV01} 1 n=67108864 ms_median fmt=3sig"), "1200")
+
+    def test_ratios(self):
+        """x_REF = REF's median ms / this step's, at the same shape and dtype; 2 significant digits."""
+        self.assertEqual(self.value(f"{self.CSV01} 4 n=67108864 x_step1"), "13000")  # 1200 / 0.095, not 1.3e+04
+        self.assertEqual(self.value(f"{self.CSV01} 4 n=67108864 x_step3"), "1.2")  # 0.11 / 0.095
+        self.assertEqual(self.value(f"{self.CSV01} 4 n=67108864 x_lib"), "0.98")
+        self.assertEqual(self.value(f"{self.CSV01} 4 n=67108864 x_pytorch"), "1.1")
+        self.assertEqual(self.value(f"{self.CSV05} 4 RxVxK=4096x50257x10 dtype=f16 x_step1"), "34")  # f16's step 1
+        self.assertEqual(self.value(f"{self.CSV05} 4 RxVxK=4096x50257x10 dtype=f16 x_pytorch_topk fmt=.1f"), "26.8")
+
+    def test_significant(self):
+        self.assertEqual([readme_tables.significant(v, n) for v, n in
+                          ((2943.63, 3), (0.068256, 2), (9.96, 2), (11.955, 3), (26000.4, 2), (0.099936, 3))],
+                         ["2940", "0.068", "10", "12.0", "26000", "0.0999"])
+
+    def test_stale_value_fails_names_line_and_is_left_alone(self):
+        text = self.fill("a\nb " + self.marker(f"{self.CSV01} 4 n=67108864 pct_of_limit") + " %\n")
+        self.assertEqual(self.check(), (0, ""))
+        stale = text.replace("-->94<", "-->93<")
+        self.write(stale)
+        code, out = self.check()
+        self.assertEqual(code, 1)
+        self.assertIn(f"{self.path}:2: <!-- value {self.CSV01} 4 n=67108864 pct_of_limit --> differs from the "
+                      "committed CSV\n    -93\n    +94\n", out)
+        with open(self.path) as f:
+            self.assertEqual(f.read(), stale)
+
+    def errors(self, args, line_start="x "):
+        self.write("# L\n" + line_start + self.marker(args) + "\n")
+        with redirect_stdout(io.StringIO()), self.assertRaises(SystemExit) as e:
+            readme_tables.main([self.path], check=True)
+        self.assertIn(f"{self.path}:2: <!-- value {args} -->: ", str(e.exception.code))
+        return str(e.exception.code)
+
+    def test_unknown_row_is_an_error(self):
+        self.assertIn(f"{self.CSV01} has no row of step 9 at n=67108864 (steps there: 1, 2, 3, 4, lib, pytorch)",
+                      self.errors(f"{self.CSV01} 9 n=67108864 ms_median"))
+        self.assertIn("no row of step 4 at n=5 (no row at that shape)", self.errors(f"{self.CSV01} 4 n=5 ms_median"))
+        self.assertIn("no row of step lib at RxVxK=4096x50257x10 dtype=f32",
+                      self.errors(f"{self.CSV05} 4 RxVxK=4096x50257x10 dtype=f32 x_lib"))
+
+    def test_ambiguous_failed_and_unknown_field_are_errors(self):
+        self.assertIn("give dtype=", self.errors(f"{self.CSV05} 4 RxVxK=4096x50257x10 ms_median"))
+        self.assertIn("FAILED", self.errors(f"{self.CSV01} 2 n=67108864 ms_median"))
+        self.assertIn("unknown field speed", self.errors(f"{self.CSV01} 4 n=67108864 speed"))
+        self.assertIn("has no tflops", self.errors(f"{self.CSV01} 4 n=67108864 tflops"))
+        self.assertIn("must not begin a line", self.errors(f"{self.CSV01} 4 n=67108864 gbps", line_start=""))
+
+
 class Standing(unittest.TestCase):
     """summary.standing, which summary.py and the ladder share."""
     @staticmethod
