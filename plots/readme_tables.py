@@ -37,7 +37,18 @@ max_rel_err) or a ratio x_REF = step REF's median time / this step's at the same
 label). F is a Python format spec (.0f, .1f, .3f) or Nsig: N significant digits, never in exponent
 notation (2943.6 -> 2940 with 3sig); the default is 4sig for times and GB/s, 3sig for TFLOP/s, .0f for
 pct_of_limit, .1e for max_rel_err and 2sig for a ratio. --check covers values as it covers tables; a
-marker naming no row, a FAILED row or an unknown field is an error (file:line), not a stale value."""
+marker naming no row, a FAILED row or an unknown field is an error (file:line), not a stale value.
+
+A range quoted in prose sits between
+
+    <!-- range results/h100/lesson02.csv 4,5,6,lib n=67108864,n=268435456 pct_of_limit -->90–106<!-- /range -->
+    <!-- range CSV STEPS SHAPES [dtype=D] FIELD [fmt=F] -->...generated...<!-- /range -->
+
+(inline, like a value): "min–max" (en dash; one number where both ends format alike) of FIELD over the
+latest rows of the steps in STEPS at the shapes in SHAPES, both comma-separated lists, `*` for all,
+and a SHAPES entry ending in `*` a prefix match (n=2*). FIELD, fmt and dtype= read as for a value; each
+row picked must be the only one of its step and shape (else give dtype=) and must not have FAILED, and
+a named step or shape entry that picks no row is an error (file:line)."""
 import difflib
 import math
 import os
@@ -53,6 +64,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BLOCK = re.compile(r"(<!-- table (\S+) (\S+)((?: \w+=\S+)*) -->\n)(.*?)(<!-- /table -->)", re.S)
 LADDER = re.compile(r"(<!-- ladder (\S+) -->\n)(.*?)(<!-- /ladder -->)", re.S)
 VALUE = re.compile(r"(<!-- value\s((?:(?!-->).)*?)\s*-->)([^<\n]*)(<!-- /value -->)", re.S)
+RANGE = re.compile(r"(<!-- range\s((?:(?!-->).)*?)\s*-->)([^<\n]*)(<!-- /range -->)", re.S)
 DEFAULT_FMT = {"ms_median": "4sig", "ms_min": "4sig", "ms_max": "4sig", "gbps": "4sig", "tflops": "3sig",
                "pct_of_limit": ".0f", "max_rel_err": ".1e"}
 RATIO_FMT = "2sig"
@@ -154,12 +166,10 @@ def format_value(v, fmt):
         raise MarkerError(f"fmt={fmt} is neither a Python format spec for a float nor Nsig ({e})")
 
 
-def value(tokens):
-    """The text of one value marker's number, from its tokens: CSV STEP SHAPE [dtype=D] FIELD [fmt=F]."""
-    usage = "a value marker reads CSV STEP SHAPE [dtype=D] FIELD [fmt=F]"
+def parse(tokens, usage):
+    """(the three leading tokens, {dtype, fmt}, FIELD) of a value or range marker's tokens."""
     if len(tokens) < 4:
         raise MarkerError(usage)
-    csv_path, step, shape = tokens[:3]
     options, fields = {}, []
     for t in tokens[3:]:
         if "=" in t:
@@ -175,9 +185,12 @@ def value(tokens):
     if field not in DEFAULT_FMT and not field.startswith("x_"):
         raise MarkerError(f"unknown field {field}: one of {', '.join(DEFAULT_FMT)} or a ratio x_step1, x_lib, "
                           "x_pytorch, ...")
-    rows = klplot.latest(rows_of(csv_path))
+    return tokens[:3], options, field
 
-    def pick(label, dtype):
+
+def picker(csv_path, rows):
+    """pick(label, shape, dtype): the one latest row of step `label` at `shape` (and dtype), or MarkerError."""
+    def pick(label, shape, dtype):
         at = [r for r in rows if r["step"] == label and r["shape"] == shape and dtype in (None, r["dtype"])]
         where = f"step {label} at {shape}" + (f" dtype={dtype}" if dtype else "")
         if not at:
@@ -190,24 +203,75 @@ def value(tokens):
         if klplot.failed(at[0]):
             raise MarkerError(f"{where} FAILED in {csv_path}: it has no time to quote")
         return at[0]
+    return pick
 
-    row = pick(step, options.get("dtype"))
+
+def field_of(pick, csv_path, row, field):
+    """FIELD of `row`: a CSV column, or x_REF = REF's median time / this row's at its shape and dtype."""
     if field.startswith("x_"):
         ref = field[2:]
         ref = ref[len("step"):] if re.fullmatch(r"step\d+", ref) else ref
-        v = pick(ref, row["dtype"])["ms_median"] / row["ms_median"]
-    else:
-        v = row[field]
-        if math.isnan(v):
-            raise MarkerError(f"step {step} at {shape} has no {field} in {csv_path}")
+        return pick(ref, row["shape"], row["dtype"])["ms_median"] / row["ms_median"]
+    v = row[field]
+    if math.isnan(v):
+        raise MarkerError(f"step {row['step']} at {row['shape']} has no {field} in {csv_path}")
+    return v
+
+
+def value(tokens):
+    """The text of one value marker's number, from its tokens: CSV STEP SHAPE [dtype=D] FIELD [fmt=F]."""
+    (csv_path, step, shape), options, field = parse(tokens, "a value marker reads CSV STEP SHAPE "
+                                                    "[dtype=D] FIELD [fmt=F]")
+    pick = picker(csv_path, klplot.latest(rows_of(csv_path)))
+    row = pick(step, shape, options.get("dtype"))
+    v = field_of(pick, csv_path, row, field)
     return format_value(v, options.get("fmt", DEFAULT_FMT.get(field, RATIO_FMT)))
+
+
+def shape_matches(entry, shape):
+    """A SHAPES entry: `*` (any shape), a prefix ending in `*` (RxVxK=4096x*), or one exact shape."""
+    return entry == "*" or (shape.startswith(entry[:-1]) if entry.endswith("*") else shape == entry)
+
+
+def value_range(tokens):
+    """The text of one range marker, from its tokens: CSV STEPS SHAPES [dtype=D] FIELD [fmt=F] -> 'LO–HI'
+    (or one number where both ends format alike): FIELD's min and max over the latest rows of the steps
+    in STEPS at the shapes in SHAPES (comma-separated; `*` for all, a SHAPES entry may end in a `*` prefix
+    match). Every row picked must pass its check and be the only one of its step and shape (give dtype=
+    where several dtypes are there); each step and each shape entry named must pick at least one row."""
+    usage = "a range marker reads CSV STEPS SHAPES [dtype=D] FIELD [fmt=F] (STEPS, SHAPES comma-separated or *)"
+    (csv_path, steps, shapes), options, field = parse(tokens, usage)
+    steps, shapes, dtype = steps.split(","), shapes.split(","), options.get("dtype")
+    rows = klplot.latest(rows_of(csv_path))
+    pick = picker(csv_path, rows)
+    at = [r for r in rows if ("*" in steps or r["step"] in steps) and dtype in (None, r["dtype"])
+          and any(shape_matches(e, r["shape"]) for e in shapes)]
+    where = f"steps {','.join(steps)} at {','.join(shapes)}" + (f" dtype={dtype}" if dtype else "")
+    if not at:
+        raise MarkerError(f"{csv_path} has no row of {where}")
+    for s in steps:
+        if s != "*" and not any(r["step"] == s for r in at):
+            raise MarkerError(f"{csv_path} has no row of step {s} among {where}")
+    for e in shapes:
+        if not any(shape_matches(e, r["shape"]) for r in at):
+            raise MarkerError(f"{csv_path} has no row at {e} among {where}")
+    values = [field_of(pick, csv_path, pick(r["step"], r["shape"], dtype), field) for r in at]
+    fmt = options.get("fmt", DEFAULT_FMT.get(field, RATIO_FMT))
+    lo, hi = format_value(min(values), fmt), format_value(max(values), fmt)
+    return lo if lo == hi else f"{lo}–{hi}"
 
 
 def render_value(match):
     return match.group(1) + value(match.group(2).split()) + match.group(4)
 
 
-BLOCKS = ((BLOCK, render), (LADDER, render_ladder), (VALUE, render_value))
+def render_range(match):
+    return match.group(1) + value_range(match.group(2).split()) + match.group(4)
+
+
+INLINE = {render_value: "value", render_range: "range"}
+USAGE = {"value": "CSV STEP SHAPE [dtype=D] FIELD [fmt=F]", "range": "CSV STEPS SHAPES [dtype=D] FIELD [fmt=F]"}
+BLOCKS = ((BLOCK, render), (LADDER, render_ladder), (VALUE, render_value), (RANGE, render_range))
 
 
 def filled(path, text):
@@ -215,12 +279,12 @@ def filled(path, text):
     naming path:line."""
     matches = sorted(((m, fill) for pattern, fill in BLOCKS for m in pattern.finditer(text)),
                      key=lambda mf: mf[0].start())
-    values = {m.start() for m, fill in matches if fill is render_value}
-    for opening in re.finditer(r"<!-- value\b", text):
-        if opening.start() not in values:
-            line = text.count("\n", 0, opening.start()) + 1
-            sys.exit(f"readme_tables: {path}:{line}: a value marker without its number and <!-- /value --> on the "
-                     "same line: <!-- value CSV STEP SHAPE [dtype=D] FIELD [fmt=F] -->NUMBER<!-- /value -->")
+    inline = {m.start() for m, fill in matches if fill in INLINE}
+    for opening in re.finditer(r"<!-- (value|range)\b", text):
+        if opening.start() not in inline:
+            line, kind = text.count("\n", 0, opening.start()) + 1, opening.group(1)
+            sys.exit(f"readme_tables: {path}:{line}: a {kind} marker without its number and <!-- /{kind} --> on the "
+                     f"same line: <!-- {kind} {USAGE[kind]} -->NUMBER<!-- /{kind} -->")
     end = 0
     for match, fill in matches:
         if match.start() < end:  # inside a block already filled
@@ -228,9 +292,9 @@ def filled(path, text):
         end = match.end()
         line = text.count("\n", 0, match.start()) + 1
         try:
-            if fill is render_value and not text[text.rfind("\n", 0, match.start()) + 1:match.start()].strip():
-                raise MarkerError("a value marker must not begin a line: Markdown would read the line as an HTML "
-                                  "block and end the paragraph there")
+            if fill in INLINE and not text[text.rfind("\n", 0, match.start()) + 1:match.start()].strip():
+                raise MarkerError(f"a {INLINE[fill]} marker must not begin a line: Markdown would read the line as "
+                                  "an HTML block and end the paragraph there")
             yield line, match, fill(match)
         except MarkerError as e:
             sys.exit(f"readme_tables: {path}:{line}: {' '.join(match.group(1).split())}: {e}")
@@ -242,7 +306,7 @@ def stale_tables(path, text):
     for line, match, new in filled(path, text):
         old = match.group(0)
         if new != old:
-            if match.re is VALUE:
+            if match.re in (VALUE, RANGE):
                 diff = [f"-{match.group(3)}", f"+{new[len(match.group(1)):-len(match.group(4))]}"]
             else:
                 diff = difflib.unified_diff(old.splitlines(), new.splitlines(), "README", "CSV", n=0, lineterm="")

@@ -278,6 +278,84 @@ class Values(unittest.TestCase):
         self.assertIn("must not begin a line", self.errors(f"{self.CSV01} 4 n=67108864 gbps", line_start=""))
 
 
+class Ranges(Values):
+    """A range quoted in prose: <!-- range CSV STEPS SHAPES [dtype=D] FIELD [fmt=F] -->LO–HI<!-- /range -->."""
+    def marker(self, args, number="?"):
+        return f"<!-- range {args} -->{number}<!-- /range -->"
+
+    def value(self, args):
+        out = self.fill("x " + self.marker(args) + " y\n")
+        return out[out.index("-->") + 3:out.index("<!-- /range -->")]
+
+    def test_fills_between_markers_and_leaves_the_text(self):
+        text = f"# L\n\nSteps 3 to CUB reach {self.marker(f'{self.CSV01} 3,4,lib n=67108864 pct_of_limit')} %.\n"
+        self.assertEqual(self.fill(text), text.replace("-->?<", "-->81–96<"))
+
+    def test_lists_wildcards_and_prefixes(self):
+        self.assertEqual(self.value(f"{self.CSV01} 3 n=67108864,n=268435456 gbps"), "2440–2684")
+        self.assertEqual(self.value(f"{self.CSV01} 3,lib n=2* gbps"), "2684–2902")  # prefix: n=268435456 only
+        self.assertEqual(self.value(f"{self.CSV01} lib * pct_of_limit fmt=.2f"), "0.05–96.70")
+        self.assertEqual(self.value(f"{self.CSV01} * n=1024 ms_median"), "0.003000–0.004000")
+        self.assertEqual(self.value(f"{self.CSV05} 7 RxVxK=4096x32000x* dtype=f32 pct_of_limit"), "78–87")
+
+    def test_one_number_where_both_ends_format_alike(self):
+        self.assertEqual(self.value(f"{self.CSV01} copy * gbps"), "3000")
+        self.assertEqual(self.value(f"{self.CSV01} 4,lib n=67108864 ms_median fmt=.1f"), "0.1")
+        self.assertEqual(self.value(f"{self.CSV01} 4,lib n=67108864 x_step1"), "13000")  # ratio at each row's shape
+
+    def test_stale_value_fails_names_line_and_is_left_alone(self):
+        text = self.fill("a\nb " + self.marker(f"{self.CSV01} 3,4 n=67108864 pct_of_limit") + " %\n")
+        self.assertEqual(self.check(), (0, ""))
+        stale = text.replace("-->81–94<", "-->80–94<")
+        self.assertNotEqual(stale, text)
+        self.write(stale)
+        code, out = self.check()
+        self.assertEqual(code, 1)
+        self.assertIn(f"{self.path}:2: <!-- range {self.CSV01} 3,4 n=67108864 pct_of_limit --> differs from the "
+                      "committed CSV\n    -80–94\n    +81–94\n", out)
+        with open(self.path) as f:
+            self.assertEqual(f.read(), stale)
+
+    def test_default_and_given_formats(self):
+        self.assertEqual(self.value(f"{self.CSV01} 3,4 n=67108864 ms_median"), "0.09500–0.1100")
+        self.assertEqual(self.value(f"{self.CSV01} 3,4 n=67108864 pct_of_limit fmt=.1f"), "81.3–94.2")
+
+    def test_ratios(self):
+        self.assertEqual(self.value(f"{self.CSV01} 3,4 n=67108864 x_lib"), "0.85–0.98")
+
+    def errors(self, args, line_start="x "):
+        self.write("# L\n" + line_start + self.marker(args) + "\n")
+        with redirect_stdout(io.StringIO()), self.assertRaises(SystemExit) as e:
+            readme_tables.main([self.path], check=True)
+        self.assertIn(f"{self.path}:2: <!-- range {args} -->: ", str(e.exception.code))
+        return str(e.exception.code)
+
+    def test_unknown_row_is_an_error(self):
+        self.assertIn(f"{self.CSV01} has no row of steps 9 at n=67108864",
+                      self.errors(f"{self.CSV01} 9 n=67108864 ms_median"))
+        self.assertIn("has no row of step 9 among steps 3,9", self.errors(f"{self.CSV01} 3,9 n=67108864 gbps"))
+        self.assertIn("has no row at n=5 among", self.errors(f"{self.CSV01} 3 n=67108864,n=5 gbps"))
+        self.assertIn("has no row at n=5* among", self.errors(f"{self.CSV01} 3 n=6*,n=5* gbps"))
+        self.assertIn("no row of step lib at RxVxK=4096x50257x10 dtype=f32",
+                      self.errors(f"{self.CSV05} 4 RxVxK=4096x50257x10 dtype=f32 x_lib"))
+
+    def test_ambiguous_failed_and_unknown_field_are_errors(self):
+        self.assertIn("give dtype=", self.errors(f"{self.CSV05} 4 RxVxK=4096x50257x10 ms_median"))
+        self.assertIn("FAILED", self.errors(f"{self.CSV01} 2,3 n=67108864 ms_median"))
+        self.assertIn("unknown field speed", self.errors(f"{self.CSV01} 3,4 n=67108864 speed"))
+        self.assertIn("has no tflops", self.errors(f"{self.CSV01} 3,4 n=67108864 tflops"))
+        self.assertIn("must not begin a line", self.errors(f"{self.CSV01} 3,4 n=67108864 gbps", line_start=""))
+
+    def test_unclosed_marker_is_an_error(self):
+        self.write("# L\nx <!-- range plots/tests/sample/lesson01.csv 3 * gbps -->2440\n<!-- /range -->\n")
+        with redirect_stdout(io.StringIO()), self.assertRaises(SystemExit) as e:
+            readme_tables.main([self.path], check=True)
+        self.assertIn(f"{self.path}:2: a range marker without its number and <!-- /range --> on the same line",
+                      str(e.exception.code))
+
+    test_significant = None
+
+
 class Standing(unittest.TestCase):
     """summary.standing, which summary.py and the ladder share."""
     @staticmethod
