@@ -68,6 +68,18 @@ def shape_value(shape):
     return int(shape.split("=")[1].split("x")[0].split(";")[0])
 
 
+def significant(v, digits):
+    """v to `digits` significant digits in plain notation: (2943.63, 3) -> '2940', (0.068256, 2) -> '0.068'."""
+    if v == 0 or not math.isfinite(v):
+        return f"{v:.{max(digits - 1, 0)}f}"
+    decimals = digits - 1 - math.floor(math.log10(abs(v)))
+    r = round(v, decimals)
+    if r != 0 and math.floor(math.log10(abs(r))) > math.floor(math.log10(abs(v))):  # 9.96 -> 10, one digit fewer
+        decimals -= 1
+        r = round(v, decimals)
+    return f"{r:.{max(decimals, 0)}f}"
+
+
 def latest(rows):
     """Keeps the last row written for each (step, name, dtype, shape): a rerun replaces a run."""
     seen = {}
@@ -114,9 +126,10 @@ def bar_chart(rows, shape, title, path, rate="gbps"):
 
 def sweep_chart(rows, xlabel, title, path, rate="gbps", steps=None):
     """Rate vs the shape's first number (log-log), one line per step (dashed for library and
-    PyTorch), the copy bandwidth dotted. `steps` limits the lines to those step labels."""
+    PyTorch), the copy bandwidth dotted. `steps` limits the lines to those step labels. A row timed
+    on fewer values and scaled (its name marked "[scaled") is left out: only sizes a step ran at."""
     copy = copy_gbps(rows)
-    rows = [r for r in latest(rows) if r["step"] != "copy"]
+    rows = [r for r in latest(rows) if r["step"] != "copy" and "[scaled" not in r["name"]]
     keys = sorted({(r["step"], r["name"]) for r in rows if steps is None or r["step"] in steps})
     if len({r["shape"] for r in rows}) < 3:
         return None

@@ -50,6 +50,7 @@ and a SHAPES entry ending in `*` a prefix match (n=2*). FIELD, fmt and dtype= re
 row picked must be the only one of its step and shape (else give dtype=) and must not have FAILED, and
 a named step or shape entry that picks no row is an error (file:line)."""
 import difflib
+import functools
 import math
 import os
 import re
@@ -68,14 +69,17 @@ RANGE = re.compile(r"(<!-- range\s((?:(?!-->).)*?)\s*-->)([^<\n]*)(<!-- /range -
 DEFAULT_FMT = {"ms_median": "4sig", "ms_min": "4sig", "ms_max": "4sig", "gbps": "4sig", "tflops": "3sig",
                "pct_of_limit": ".0f", "max_rel_err": ".1e"}
 RATIO_FMT = "2sig"
+significant = klplot.significant  # Nsig formats
 
 
 class MarkerError(ValueError):
     """A marker that names no row, a FAILED row, an unknown field or a bad format."""
 
 
+@functools.lru_cache(maxsize=None)
 def rows_of(csv_path):
-    """The CSV's rows of one GPU; under results/<gpu>/ they must be that GPU's."""
+    """The CSV's rows of one GPU; under results/<gpu>/ they must be that GPU's. Read once per run:
+    a README names the same CSV in many markers, and no caller changes the rows."""
     rows = klplot.read_rows(os.path.join(ROOT, csv_path))
     gpus = {r["gpu"] for r in rows}
     assert len(gpus) <= 1, gpus  # klplot.read_rows keeps one GPU's rows
@@ -145,21 +149,9 @@ def render_ladder(match):
     return match.group(1) + ladder(match.group(2)) + "\n" + match.group(4)
 
 
-def significant(v, digits):
-    """v to `digits` significant digits in plain notation: (2943.63, 3) -> '2940', (0.068256, 2) -> '0.068'."""
-    if v == 0 or not math.isfinite(v):
-        return f"{v:.{max(digits - 1, 0)}f}"
-    decimals = digits - 1 - math.floor(math.log10(abs(v)))
-    r = round(v, decimals)
-    if r != 0 and math.floor(math.log10(abs(r))) > math.floor(math.log10(abs(v))):  # 9.96 -> 10, one digit fewer
-        decimals -= 1
-        r = round(v, decimals)
-    return f"{r:.{max(decimals, 0)}f}"
-
-
 def format_value(v, fmt):
     if re.fullmatch(r"[1-9]\d*sig", fmt):
-        return significant(v, int(fmt[:-3]))
+        return klplot.significant(v, int(fmt[:-3]))
     try:
         return format(v, fmt)
     except ValueError as e:
@@ -318,6 +310,7 @@ def stale_tables(path, text):
 def main(paths, check=False):
     """Regenerates the tables and values in `paths`; with check=True changes nothing and returns 1 if one is stale."""
     stale = 0
+    rows_of.cache_clear()  # a run reads the CSVs as they are now
     for path in paths:
         with open(path) as f:
             text = f.read()

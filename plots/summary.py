@@ -29,12 +29,7 @@ def default_dtype(lesson):
 
 def ratio(x):
     """A ratio to two significant digits: 1.25 -> "1.2", 0.984 -> "0.98", 52.3 -> "52", 12632 -> "13000"."""
-    if not math.isfinite(x) or x <= 0:
-        return f"{x:g}"
-    decimals = 1 - math.floor(math.log10(x))
-    x = round(x, decimals)
-    decimals = 1 - math.floor(math.log10(x))  # 9.96 rounds to 10.0: one decimal fewer
-    return f"{x:.{max(decimals, 0)}f}"
+    return klplot.significant(x, 2) if math.isfinite(x) and x > 0 else f"{x:g}"
 
 
 def default_shape(lesson):
