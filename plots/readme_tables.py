@@ -10,9 +10,18 @@ readme_tables.check runs it over README.md and every lessons/*/README.md). A tab
     ...generated...
     <!-- /table -->
 
-(the CSV path is relative to the repository root). A table shows one GPU's rows: those of the GPU
-the CSV's folder is for (klplot.read_rows), and a CSV under results/<gpu>/ that holds no rows of
-that GPU is an error, so another GPU's run never appears under the committed GPU's name.
+(the CSV path is relative to the repository root), and a sweep table, one row per shape and one column
+per dtype and step:
+
+    <!-- table results/h100/lesson04.csv MxK=* dtype=f32,f16 sweep=7,best,pytorch label=K -->
+
+(SHAPES as a range marker's, dtype= a list; each cell the step's GB/s there, TFLOP/s for a compute-bound
+lesson, `best` the fastest numbered step that is not itself a column, as "step: rate"; label=DIM names a
+row by one dimension of its shape, K of MxK=16384x4096, and orders the rows by it).
+
+A table shows one GPU's rows: those of the GPU the CSV's folder is for (klplot.read_rows), and a CSV
+under results/<gpu>/ that holds no rows of that GPU is an error, so another GPU's run never appears
+under the committed GPU's name.
 
 The root README's ladder sits between
 
@@ -31,13 +40,20 @@ A number quoted in prose sits between
 
 (inline; the marker must not begin a line, where Markdown would read it as an HTML block): one field of
 the latest row of step STEP at SHAPE (and dtype D; needed where the CSV has that step at that shape in
-several dtypes). FIELD is a CSV column (ms_median, gbps, tflops, pct_of_limit, ms_min, ms_max,
-max_rel_err) or a ratio x_REF = step REF's median time / this step's at the same shape and dtype (above
-1, this step is faster): x_step1, x_step3 (numbered steps), x_lib, x_pytorch, x_pytorch_topk (any other
-label). F is a Python format spec (.0f, .1f, .3f) or Nsig: N significant digits, never in exponent
-notation (2943.6 -> 2940 with 3sig); the default is 4sig for times and GB/s, 3sig for TFLOP/s, .0f for
-pct_of_limit, .1e for max_rel_err and 2sig for a ratio. --check covers values as it covers tables; a
-marker naming no row, a FAILED row or an unknown field is an error (file:line), not a stale value.
+several dtypes). STEP is a step label, or LABEL/NAME where several rows share a label (lib/cublas,
+lib/cublas+epilogue: NAME is the row's name or its part before "["). FIELD is a CSV column (ms_median,
+gbps, tflops, pct_of_limit, ms_min, ms_max, max_rel_err), the limit it is measured against (limit_ms:
+the time this work takes at the limit, the floor, = ms_median · pct_of_limit / 100; limit_gbps,
+limit_tflops: the limit itself, the run's copy bandwidth or peak; over_limit = ms_median / limit_ms, how
+many times the floor), or a ratio x_REF = step REF's median time / this step's at the same shape and
+dtype (above 1, this step is faster): x_step1, x_step3 (numbered steps), x_lib, x_lib/cublas,
+x_pytorch, x_pytorch_topk (any other label). F is a Python format spec (.0f, .1f, .3f) or Nsig: N
+significant digits, never in exponent notation (2943.6 -> 2940 with 3sig); the default is 4sig for
+times and GB/s, 3sig for TFLOP/s and limit_ms, .0f for pct_of_limit, .1e for max_rel_err and 2sig for a
+ratio and over_limit. rows=first quotes the first row written of the step at the shape (a CSV that holds
+a default run and then a sweep: the default run's) instead of the latest. --check covers values as it
+covers tables; a marker naming no row, a FAILED row or an unknown field is an error (file:line), not a
+stale value.
 
 A range quoted in prose sits between
 
@@ -46,9 +62,11 @@ A range quoted in prose sits between
 
 (inline, like a value): "min–max" (en dash; one number where both ends format alike) of FIELD over the
 latest rows of the steps in STEPS at the shapes in SHAPES, both comma-separated lists, `*` for all,
-and a SHAPES entry ending in `*` a prefix match (n=2*). FIELD, fmt and dtype= read as for a value; each
-row picked must be the only one of its step and shape (else give dtype=) and must not have FAILED, and
-a named step or shape entry that picks no row is an error (file:line)."""
+and a SHAPES entry ending in `*` a prefix match (n=2*). FIELD, fmt, dtype= and rows=first read as for a
+value; each row picked must be the only one of its step and shape (else give dtype= or LABEL/NAME) and
+must not have FAILED, and a named step or shape entry that picks no row is an error (file:line).
+rows=all takes every row written, not only the latest of each step and shape: the spread of the copy
+rows of all the runs in a CSV (`<!-- range CSV copy * rows=all gbps -->`); it quotes no ratio."""
 import difflib
 import functools
 import math
@@ -67,7 +85,14 @@ LADDER = re.compile(r"(<!-- ladder (\S+) -->\n)(.*?)(<!-- /ladder -->)", re.S)
 VALUE = re.compile(r"(<!-- value\s((?:(?!-->).)*?)\s*-->)([^<\n]*)(<!-- /value -->)", re.S)
 RANGE = re.compile(r"(<!-- range\s((?:(?!-->).)*?)\s*-->)([^<\n]*)(<!-- /range -->)", re.S)
 DEFAULT_FMT = {"ms_median": "4sig", "ms_min": "4sig", "ms_max": "4sig", "gbps": "4sig", "tflops": "3sig",
-               "pct_of_limit": ".0f", "max_rel_err": ".1e"}
+               "pct_of_limit": ".0f", "max_rel_err": ".1e", "limit_ms": "3sig", "limit_gbps": "4sig",
+               "limit_tflops": "3sig", "over_limit": "2sig"}
+# The limit a row is measured against, from its own columns (pct_of_limit = 100 · floor / time = 100 · rate / limit).
+DERIVED = {"limit_ms": lambda r: r["ms_median"] * r["pct_of_limit"] / 100,
+           "limit_gbps": lambda r: r["gbps"] * 100 / r["pct_of_limit"],
+           "limit_tflops": lambda r: r["tflops"] * 100 / r["pct_of_limit"],
+           "over_limit": lambda r: 100 / r["pct_of_limit"]}
+ROWS = ("last", "first", "all")  # rows=: which rows of a step at a shape a marker reads
 RATIO_FMT = "2sig"
 significant = klplot.significant  # Nsig formats
 
@@ -93,10 +118,64 @@ def rows_of(csv_path):
     return rows
 
 
+def dimension(shape, dim):
+    """One dimension of a shape, with its suffix: ('MxK=16380x4097', 'K') -> '4097', ('BxD=8x64;causal', 'D')
+    -> '64;causal'."""
+    names, _, values = shape.partition("=")
+    values, _, suffix = values.partition(";")
+    named = dict(zip(names.split("x"), values.split("x")))
+    if dim not in named:
+        raise MarkerError(f"label={dim}: {shape} has no dimension {dim}")
+    return named[dim] + (f";{suffix}" if suffix else "")
+
+
+def sweep(rows, shapes, columns, dtypes, label=None):
+    """One row per shape (ordered by its `label` dimension when given), one column per dtype and
+    column: a step label's GB/s (TFLOP/s for a compute-bound lesson) at that shape, or `best`: the
+    fastest numbered step that is not itself a column, as 'step: rate'. '–' where a step has no row."""
+    rows = [r for r in klplot.latest(rows) if r["step"] != "copy" and r["dtype"] in dtypes]
+    rate, unit = ("gbps", "GB/s") if any(not math.isnan(r["gbps"]) for r in rows) else ("tflops", "TFLOP/s")
+    if label:
+        shapes = sorted(shapes, key=lambda s: float(dimension(s, label).split(";")[0]))
+    names = {}
+    for c in columns:
+        if c != "best":
+            named = sorted({r["name"] for r in rows if r["step"] == c})
+            if len(named) > 1:
+                raise MarkerError(f"step {c} has rows named {', '.join(named)}: a sweep column is one row a shape")
+            names[c] = named[0] if named else c
+    out = ["| " + " | ".join([label or "shape"] + [f"{d} {names.get(c, c)} {unit}" for d in dtypes for c in columns])
+           + " |", "|---|" + "---:|" * (len(dtypes) * len(columns))]
+    for shape in shapes:
+        cells = [dimension(shape, label) if label else shape]
+        for d in dtypes:
+            at = [r for r in rows if r["shape"] == shape and r["dtype"] == d]
+            for c in columns:
+                if c == "best":
+                    ours = [r for r in at if r["step"].isdigit() and r["step"] not in columns and not klplot.failed(r)]
+                    best = min(ours, key=lambda r: r["ms_median"], default=None)
+                    cells.append(f"{best['step']}: {best[rate]:.4g}" if best else "–")
+                    continue
+                r = next((r for r in at if r["step"] == c), None)
+                cells.append("–" if r is None else "FAILED" if klplot.failed(r) else f"{r[rate]:.4g}")
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def render(match):
     head, csv_path, shape, opts = match.group(1), match.group(2), match.group(3), match.group(4)
     options = dict(o.split("=", 1) for o in opts.split())
     rows = rows_of(csv_path)
+    if "sweep" in options:  # shape is a SHAPES list as in a range marker, dtype a list of dtypes
+        dtypes = options.get("dtype", "").split(",") if "dtype" in options else sorted(
+            {r["dtype"] for r in rows if r["step"] != "copy"})
+        entries = shape.split(",")
+        shapes = list(dict.fromkeys(r["shape"] for r in rows if r["step"] != "copy" and r["dtype"] in dtypes
+                                    and any(shape_matches(e, r["shape"]) for e in entries)))
+        if not shapes:
+            raise MarkerError(f"{csv_path} has no {','.join(dtypes)} row at {shape}")
+        table = sweep(rows, shapes, options["sweep"].split(","), dtypes, options.get("label"))
+        return head + table + "\n" + match.group(6)
     if "dtype" in options:
         rows = [r for r in rows if r["dtype"] == options["dtype"]]
     if "steps" in options:
@@ -166,8 +245,10 @@ def parse(tokens, usage):
     for t in tokens[3:]:
         if "=" in t:
             key, val = t.split("=", 1)
-            if key not in ("dtype", "fmt"):
+            if key not in ("dtype", "fmt", "rows"):
                 raise MarkerError(f"unknown option {key}=: {usage}")
+            if key == "rows" and val not in ROWS:
+                raise MarkerError(f"rows={val}: one of {', '.join(ROWS)}")
             options[key] = val
         else:
             fields.append(t)
@@ -177,13 +258,38 @@ def parse(tokens, usage):
     if field not in DEFAULT_FMT and not field.startswith("x_"):
         raise MarkerError(f"unknown field {field}: one of {', '.join(DEFAULT_FMT)} or a ratio x_step1, x_lib, "
                           "x_pytorch, ...")
+    if options.get("rows") == "all" and field.startswith("x_"):
+        raise MarkerError(f"rows=all quotes a row's own fields, not a ratio ({field}): the ratio's other row "
+                          "would be ambiguous")
     return tokens[:3], options, field
 
 
+def first(rows):
+    """Keeps the first row written for each (step, name, dtype, shape): klplot.latest's opposite."""
+    seen = {}
+    for r in rows:
+        seen.setdefault((r["step"], r["name"], r["dtype"], r["shape"]), r)
+    return list(seen.values())
+
+
+def selected(csv_path, which):
+    """The rows of `csv_path` a marker with rows=`which` reads: the latest of each step and shape, the
+    first, or all."""
+    rows = rows_of(csv_path)
+    return {"last": klplot.latest, "first": first, "all": list}[which or "last"](rows)
+
+
+def step_matches(entry, row):
+    """A STEP entry: a label (lib), or LABEL/NAME (lib/cublas), NAME the row's name or its part before "["."""
+    label, _, name = entry.partition("/")
+    return row["step"] == label and (not name or name in (row["name"], row["name"].split("[")[0]))
+
+
 def picker(csv_path, rows):
-    """pick(label, shape, dtype): the one latest row of step `label` at `shape` (and dtype), or MarkerError."""
+    """pick(label, shape, dtype): the one row of step `label` (or LABEL/NAME) at `shape` (and dtype) among
+    `rows`, or MarkerError."""
     def pick(label, shape, dtype):
-        at = [r for r in rows if r["step"] == label and r["shape"] == shape and dtype in (None, r["dtype"])]
+        at = [r for r in rows if step_matches(label, r) and r["shape"] == shape and dtype in (None, r["dtype"])]
         where = f"step {label} at {shape}" + (f" dtype={dtype}" if dtype else "")
         if not at:
             here = sorted({r["step"] for r in rows if r["shape"] == shape and dtype in (None, r["dtype"])})
@@ -191,7 +297,8 @@ def picker(csv_path, rows):
                               (f" (steps there: {', '.join(here)})" if here else " (no row at that shape)"))
         if len(at) > 1:
             which = ", ".join(f"{r['name']} {r['dtype']}" for r in at)
-            raise MarkerError(f"{csv_path} has {len(at)} rows of {where} ({which}): give dtype=")
+            hint = "give dtype=" if len({r["dtype"] for r in at}) > 1 else f"name one: {label}/NAME"
+            raise MarkerError(f"{csv_path} has {len(at)} rows of {where} ({which}): {hint}")
         if klplot.failed(at[0]):
             raise MarkerError(f"{where} FAILED in {csv_path}: it has no time to quote")
         return at[0]
@@ -202,9 +309,9 @@ def field_of(pick, csv_path, row, field):
     """FIELD of `row`: a CSV column, or x_REF = REF's median time / this row's at its shape and dtype."""
     if field.startswith("x_"):
         ref = field[2:]
-        ref = ref[len("step"):] if re.fullmatch(r"step\d+", ref) else ref
+        ref = ref[len("step"):] if re.fullmatch(r"step\d+(/.*)?", ref) else ref
         return pick(ref, row["shape"], row["dtype"])["ms_median"] / row["ms_median"]
-    v = row[field]
+    v = DERIVED[field](row) if field in DERIVED else row[field]
     if math.isnan(v):
         raise MarkerError(f"step {row['step']} at {row['shape']} has no {field} in {csv_path}")
     return v
@@ -213,8 +320,10 @@ def field_of(pick, csv_path, row, field):
 def value(tokens):
     """The text of one value marker's number, from its tokens: CSV STEP SHAPE [dtype=D] FIELD [fmt=F]."""
     (csv_path, step, shape), options, field = parse(tokens, "a value marker reads CSV STEP SHAPE "
-                                                    "[dtype=D] FIELD [fmt=F]")
-    pick = picker(csv_path, klplot.latest(rows_of(csv_path)))
+                                                    "[dtype=D] [rows=first] FIELD [fmt=F]")
+    if options.get("rows") == "all":
+        raise MarkerError("rows=all is for a range marker: a value quotes one row")
+    pick = picker(csv_path, selected(csv_path, options.get("rows")))
     row = pick(step, shape, options.get("dtype"))
     v = field_of(pick, csv_path, row, field)
     return format_value(v, options.get("fmt", DEFAULT_FMT.get(field, RATIO_FMT)))
@@ -231,23 +340,32 @@ def value_range(tokens):
     in STEPS at the shapes in SHAPES (comma-separated; `*` for all, a SHAPES entry may end in a `*` prefix
     match). Every row picked must pass its check and be the only one of its step and shape (give dtype=
     where several dtypes are there); each step and each shape entry named must pick at least one row."""
-    usage = "a range marker reads CSV STEPS SHAPES [dtype=D] FIELD [fmt=F] (STEPS, SHAPES comma-separated or *)"
+    usage = ("a range marker reads CSV STEPS SHAPES [dtype=D] [rows=first|all] FIELD [fmt=F] (STEPS, SHAPES "
+             "comma-separated or *)")
     (csv_path, steps, shapes), options, field = parse(tokens, usage)
     steps, shapes, dtype = steps.split(","), shapes.split(","), options.get("dtype")
-    rows = klplot.latest(rows_of(csv_path))
+    rows = selected(csv_path, options.get("rows"))
     pick = picker(csv_path, rows)
-    at = [r for r in rows if ("*" in steps or r["step"] in steps) and dtype in (None, r["dtype"])
+    at = [r for r in rows if ("*" in steps or any(step_matches(s, r) for s in steps)) and dtype in (None, r["dtype"])
           and any(shape_matches(e, r["shape"]) for e in shapes)]
     where = f"steps {','.join(steps)} at {','.join(shapes)}" + (f" dtype={dtype}" if dtype else "")
     if not at:
         raise MarkerError(f"{csv_path} has no row of {where}")
     for s in steps:
-        if s != "*" and not any(r["step"] == s for r in at):
+        if s != "*" and not any(step_matches(s, r) for r in at):
             raise MarkerError(f"{csv_path} has no row of step {s} among {where}")
     for e in shapes:
         if not any(shape_matches(e, r["shape"]) for r in at):
             raise MarkerError(f"{csv_path} has no row at {e} among {where}")
-    values = [field_of(pick, csv_path, pick(r["step"], r["shape"], dtype), field) for r in at]
+    if options.get("rows") == "all":  # every row written: none may have FAILED, and no ratio is asked
+        for r in at:
+            if klplot.failed(r):
+                raise MarkerError(f"step {r['step']} at {r['shape']} FAILED in a run in {csv_path}: it has no time")
+        values = [field_of(pick, csv_path, r, field) for r in at]
+    else:
+        names = [s for s in steps if "/" in s]  # a LABEL/NAME entry picks its row by name
+        values = [field_of(pick, csv_path, pick(next((s for s in names if step_matches(s, r)), r["step"]),
+                                                 r["shape"], dtype), field) for r in at]
     fmt = options.get("fmt", DEFAULT_FMT.get(field, RATIO_FMT))
     lo, hi = format_value(min(values), fmt), format_value(max(values), fmt)
     return lo if lo == hi else f"{lo}–{hi}"
@@ -262,7 +380,8 @@ def render_range(match):
 
 
 INLINE = {render_value: "value", render_range: "range"}
-USAGE = {"value": "CSV STEP SHAPE [dtype=D] FIELD [fmt=F]", "range": "CSV STEPS SHAPES [dtype=D] FIELD [fmt=F]"}
+USAGE = {"value": "CSV STEP SHAPE [dtype=D] [rows=first] FIELD [fmt=F]",
+         "range": "CSV STEPS SHAPES [dtype=D] [rows=first|all] FIELD [fmt=F]"}
 BLOCKS = ((BLOCK, render), (LADDER, render_ladder), (VALUE, render_value), (RANGE, render_range))
 
 

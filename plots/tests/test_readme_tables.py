@@ -356,6 +356,135 @@ class Ranges(Values):
     test_significant = None
 
 
+class Sweep(unittest.TestCase):
+    """A sweep table: one row per shape, ordered by label=DIM; per dtype, each named step's rate and `best`,
+    the fastest numbered step that is not a column (sample/reruns.csv: a default run, then a sweep)."""
+    CSV = "plots/tests/sample/reruns.csv"
+
+    def setUp(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".md", delete=False) as f:
+            self.path = f.name
+
+    def tearDown(self):
+        os.unlink(self.path)
+
+    def fill(self, opts):
+        with open(self.path, "w") as f:
+            f.write(f"# L\n\n<!-- table {self.CSV} {opts} -->\nstale\n<!-- /table -->\nafter\n")
+        with redirect_stdout(io.StringIO()):
+            readme_tables.main([self.path])
+        with open(self.path) as f:
+            return f.read()
+
+    def test_steps_as_columns_shapes_as_rows(self):
+        out = self.fill("MxK=* dtype=f32,f16 sweep=3,best,pytorch label=K")
+        self.assertIn("-->\n| K | f32 dispatch GB/s | f32 best GB/s | f32 torch.op GB/s | f16 dispatch GB/s | "
+                      "f16 best GB/s | f16 torch.op GB/s |\n|---|---:|---:|---:|---:|---:|---:|\n"
+                      "| 2 | 68.97 | 1: 66.67 | 181.8 | – | – | – |\n"  # step 2 FAILED: not the best
+                      "| 4 | 166.7 | 2: 160 | 125 | 125 | 2: 133.3 | – |\n"  # the sweep's rows, not the default run's
+                      "| 16 | 125 | 1: 133.3 | 200 | FAILED | 2: 200 | – |\n<!-- /table -->\nafter\n", out)
+        self.assertEqual(self.check(), (0, ""))
+
+    def test_shapes_in_csv_order_without_label_and_prefixes(self):
+        out = self.fill("MxK=8*,MxK=2* dtype=f16 sweep=1,best")
+        self.assertIn("| shape | f16 first GB/s | f16 best GB/s |\n|---|---:|---:|\n| MxK=8x4 | 66.67 | 2: 133.3 |\n"
+                      "| MxK=2x16 | 100 | 2: 200 |\n<!-- /table -->", out)
+
+    def check(self):
+        out = io.StringIO()
+        with redirect_stdout(out):
+            code = readme_tables.main([self.path], check=True)
+        return code, out.getvalue()
+
+    def errors(self, csv, opts):
+        with open(self.path, "w") as f:
+            f.write(f"# L\n<!-- table {csv} {opts} -->\n<!-- /table -->\n")
+        with redirect_stdout(io.StringIO()), self.assertRaises(SystemExit) as e:
+            readme_tables.main([self.path], check=True)
+        self.assertIn(f"{self.path}:2: <!-- table {csv} {opts} -->: ", str(e.exception.code))
+        return str(e.exception.code)
+
+    def test_errors(self):
+        self.assertIn("MxK=8x4 has no dimension N", self.errors(self.CSV, "MxK=* dtype=f32 sweep=3 label=N"))
+        self.assertIn("has no f32 row at n=*", self.errors(self.CSV, "n=* dtype=f32 sweep=3"))
+        self.assertIn("step lib has rows named cublas, cublas+epilogue[bias n gelu_tanh]",
+                      self.errors("plots/tests/sample/lesson06.csv", "MxNxK=* sweep=lib"))
+
+
+class RowsNamesLimits(unittest.TestCase):
+    """rows=first (the first run's row) and rows=all (every run's rows, ranges only), LABEL/NAME where rows
+    share a label, and the limit fields limit_ms, limit_gbps, limit_tflops and over_limit."""
+    CSV = "plots/tests/sample/reruns.csv"
+    CSV06 = "plots/tests/sample/lesson06.csv"
+
+    def setUp(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".md", delete=False) as f:
+            self.path = f.name
+
+    def tearDown(self):
+        os.unlink(self.path)
+
+    def quote(self, kind, args):
+        with open(self.path, "w") as f:
+            f.write(f"x <!-- {kind} {args} -->?<!-- /{kind} --> y\n")
+        with redirect_stdout(io.StringIO()):
+            readme_tables.main([self.path])
+        with open(self.path) as f:
+            out = f.read()
+        return out[out.index("-->") + 3:out.index(f"<!-- /{kind} -->")]
+
+    def error(self, kind, args):
+        with open(self.path, "w") as f:
+            f.write(f"# L\nx <!-- {kind} {args} -->?<!-- /{kind} -->\n")
+        with redirect_stdout(io.StringIO()), self.assertRaises(SystemExit) as e:
+            readme_tables.main([self.path], check=True)
+        self.assertIn(f"{self.path}:2: <!-- {kind} {args} -->: ", str(e.exception.code))
+        return str(e.exception.code)
+
+    def test_first_and_latest_rows(self):
+        self.assertEqual(self.quote("value", f"{self.CSV} 1 MxK=8x4 dtype=f32 gbps"), "66.67")  # the sweep's rerun
+        self.assertEqual(self.quote("value", f"{self.CSV} 1 MxK=8x4 dtype=f32 rows=first gbps"), "100.0")
+        self.assertEqual(self.quote("value", f"{self.CSV} copy bytes=1073741824 rows=first gbps"), "2990")
+        self.assertEqual(self.quote("value", f"{self.CSV} 2 MxK=8x4 dtype=f32 x_step1"), "2.4")  # 3 / 1.25
+        self.assertEqual(self.quote("value", f"{self.CSV} 2 MxK=8x4 dtype=f32 rows=first x_step1"), "2.0")  # 2 / 1
+        self.assertEqual(self.quote("range", f"{self.CSV} 1,2 MxK=8x4 dtype=f32 rows=first gbps"), "100.0–200.0")
+
+    def test_all_rows(self):
+        self.assertEqual(self.quote("range", f"{self.CSV} copy * gbps"), "3010")  # the latest copy only
+        self.assertEqual(self.quote("range", f"{self.CSV} copy * rows=all gbps"), "2950–3010")
+        self.assertEqual(self.quote("range", f"{self.CSV} 1 MxK=8x4 dtype=f32 rows=all gbps"), "66.67–100.0")
+        self.assertIn("rows=all is for a range marker", self.error("value", f"{self.CSV} copy * rows=all gbps"))
+        self.assertIn("not a ratio (x_step1)", self.error("range", f"{self.CSV} 2 MxK=8x4 rows=all x_step1"))
+        self.assertIn("FAILED in a run", self.error("range", f"{self.CSV} 2 * dtype=f32 rows=all gbps"))
+        self.assertIn("rows=some: one of last, first, all", self.error("range", f"{self.CSV} copy * rows=some gbps"))
+
+    def test_label_and_name(self):
+        self.assertEqual(self.quote("value", f"{self.CSV} lib/libA MxK=8x4 ms_median"), "0.5000")
+        self.assertEqual(self.quote("value", f"{self.CSV} lib/libB MxK=8x4 ms_median"), "0.8000")  # before "["
+        self.assertEqual(self.quote("value", f"{self.CSV} 2 MxK=8x4 dtype=f32 rows=first x_lib/libB"), "0.80")
+        self.assertEqual(self.quote("range", f"{self.CSV} lib/libA,lib/libB MxK=8x4 ms_median"), "0.5000–0.8000")
+        # lesson06's two lib rows, cublas and cublas+epilogue[bias n gelu_tanh], against step 7's 0.00129034 ms
+        self.assertEqual(self.quote("value", f"{self.CSV06} 7 MxNxK=256x256x256 x_lib/cublas fmt=3sig"), "0.908")
+        self.assertEqual(self.quote("value", f"{self.CSV06} 7 MxNxK=256x256x256 x_lib/cublas+epilogue fmt=3sig"),
+                         "0.958")
+        self.assertIn("2 rows of step lib at MxK=8x4 (libA f32, libB[epilogue x] f32): name one: lib/NAME",
+                      self.error("value", f"{self.CSV} lib MxK=8x4 ms_median"))
+        self.assertIn("name one: lib/NAME", self.error("range", f"{self.CSV} lib MxK=8x4 ms_median"))
+        self.assertIn("has no row of step lib/libC", self.error("value", f"{self.CSV} lib/libC MxK=8x4 ms_median"))
+
+    def test_limits(self):
+        """pct_of_limit = 100 · floor / time: the floor (limit_ms), the limit (limit_gbps, limit_tflops) and
+        how many times the floor a row takes (over_limit) follow from a row's own columns."""
+        self.assertEqual(self.quote("value", f"{self.CSV} 1 MxK=8x4 dtype=f32 rows=first limit_ms"), "0.200")
+        self.assertEqual(self.quote("value", f"{self.CSV} 1 MxK=8x4 dtype=f32 rows=first limit_gbps"), "1000")
+        self.assertEqual(self.quote("value", f"{self.CSV} 1 MxK=8x4 dtype=f32 rows=first over_limit"), "10")
+        self.assertEqual(self.quote("value", f"{self.CSV} 1 MxK=8x4 dtype=f32 over_limit"), "15")  # 100 / 6.667
+        self.assertEqual(self.quote("value", "plots/tests/sample/lesson01.csv 4 n=67108864 limit_ms fmt=.4f"),
+                         "0.0895")  # 0.095 ms at 94.2 %
+        self.assertEqual(self.quote("value", f"{self.CSV06} lib/cublas MxNxK=256x256x256 limit_tflops"), "67.0")
+        self.assertIn("has no limit_tflops", self.error("value", f"{self.CSV} 1 MxK=8x4 dtype=f32 limit_tflops"))
+
+
 class Standing(unittest.TestCase):
     """summary.standing, which summary.py and the ladder share."""
     @staticmethod
