@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check, for a machine with an NVIDIA GPU (on the H100 lessons 01-04 took 6 minutes; all
 # seven lessons take longer than one 10-minute device call, see KL_LESSONS below):
-#   1. Release build;  2. full ctest, GPU cases included;  3. compute-sanitizer memcheck,
+#   1. Release build;  2. full ctest, GPU cases included, then scripts/grade.py on every exercise
+#   (unsolved: each must fail) and solution (each must pass);  3. compute-sanitizer memcheck,
 #   racecheck and synccheck over every GPU test binary at small sizes (zero errors required);
 #   4. every lesson at its default size and with --sweep into results/<gpu>/;  5. PyTorch's
 #   equivalents when torch imports;  6. figures;  7. a summary table, printed last.
@@ -32,21 +33,26 @@ only="common|(lesson|exercise|solution)($(echo $lessons | tr ' ' '|'))"
 echo "gpu_check: lessons $lessons"
 stage bootstrap bash scripts/bootstrap.sh
 stage build build_release
+# The exercise timings (solutions, wrong techniques, skeletons) go to results/<gpu>/exercises.csv.
+rm -f "$dir/exercises.csv"
+export KL_GRADE_CSV="$PWD/$dir/exercises.csv"
 stage ctest ctest --preset release ${KL_LESSONS:+-R "$only"}
-# The exercise skeletons must fail their grading until a student solves them: each on its own.
-exercises_fail() {
-  local rc=0 n
-  for n in $lessons; do
-    if [ -d exercises/${n}_* ] && ctest --preset exercises -R "exercise$n\$"; then echo "exercise $n passes unsolved"; rc=1; fi
-  done
+# The grader on every exercise as given (each must FAIL) and on every solution (each must PASS).
+grade_all() {
+  local rc=0 out
+  out=$(python3 scripts/grade.py --no-build $lessons)
+  echo "$out"
+  if grep -q " PASS" <<<"$out"; then echo "an unsolved exercise passes"; rc=1; fi
+  python3 scripts/grade.py --no-build --solutions $lessons || rc=1
   return $rc
 }
-stage exercises_fail_unsolved exercises_fail
+stage grade grade_all
+unset KL_GRADE_CSV
 
 sanitize() {
   local rc=0
   local tests=(build/release/common_test) n
-  for n in $lessons; do tests+=(build/release/lessons/${n}_*/lesson${n}_test build/release/lessons/${n}_*/solution${n}_test); done
+  for n in $lessons; do tests+=(build/release/lessons/${n}_*/{lesson,solution,exercise}${n}_test); done
   for t in "${tests[@]}"; do
     [ -x "$t" ] || continue
     for tool in memcheck racecheck synccheck; do

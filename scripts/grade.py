@@ -38,6 +38,12 @@ def load_exercises():
     return out
 
 
+def refuse(why):
+    """Bad input: one line on stderr, exit 2 (as every command of the repository does)."""
+    print(f"grade: {why}", file=sys.stderr)
+    sys.exit(2)
+
+
 def select(exercises, wanted):
     """The exercises named by NN (a lesson) or NN.k (one exercise); all of them when none is named."""
     if not wanted:
@@ -45,11 +51,11 @@ def select(exercises, wanted):
     chosen = []
     for w in wanted:
         if not re.fullmatch(r"\d\d(\.\d+)?", w):
-            sys.exit(f"grade: '{w}' is not an exercise: give NN (a lesson, e.g. 01) or NN.k (e.g. 01.2)")
+            refuse(f"'{w}' is not an exercise: give NN (a lesson, e.g. 01) or NN.k (e.g. 01.2)")
         hits = [e for e in exercises if e["id"] == w or e["id"].split(".")[0] == w]
         if not hits:
             ids = ", ".join(e["id"] for e in exercises)
-            sys.exit(f"grade: no exercise {w} (there are {ids})")
+            refuse(f"no exercise {w} (there are {ids})")
         chosen += [e for e in hits if e not in chosen]
     return chosen
 
@@ -178,10 +184,9 @@ def print_verdict(ex, v):
         print(f"{'':{len(head)}}hint: {v['hint']}")
 
 
-def grade_tree(exercises, build_dir, kind, exercises_dir, no_build):
+def grade_tree(exercises, build_dir, kind, exercises_dir, no_build, gpu):
     lessons = sorted({e["lesson"] for e in exercises})
     errors = {} if no_build else build(build_dir, lessons, kind, exercises_dir)
-    gpu = has_gpu()
     verdicts = []
     for ex in exercises:
         exe = binary(build_dir, ex["lesson"], kind)
@@ -214,23 +219,30 @@ def main():
     ap.add_argument("--csv", metavar="FILE", help="with --submissions: the verdicts' CSV (default DIR/grades.csv)")
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build", "release"))
     ap.add_argument("--no-build", action="store_true", help="grade what build-dir holds, without building")
+    ap.add_argument("--cpu-only", action="store_true", help="grade only the parts that need no GPU, as without one")
     args = ap.parse_args()
+    if args.csv and not args.submissions:
+        refuse("--csv goes with --submissions")
     exercises = select(load_exercises(), args.exercises)
-    if not has_gpu():
-        print("grade: no NVIDIA GPU here: only the parts that need no GPU are graded", file=sys.stderr)
+    gpu = has_gpu() and not args.cpu_only
+    why = "--cpu-only" if args.cpu_only else "no NVIDIA GPU here"
+    notice = (lambda: None) if gpu else (
+        lambda: print(f"grade: {why}: only the parts that need no GPU are graded", file=sys.stderr))
 
     if not args.submissions:
         kind = "solution" if args.solutions else "exercise"
-        verdicts = grade_tree(exercises, os.path.abspath(args.build_dir), kind, None, args.no_build)
+        notice()
+        verdicts = grade_tree(exercises, os.path.abspath(args.build_dir), kind, None, args.no_build, gpu)
         return status(verdicts)
 
     top = os.path.abspath(args.submissions)
     if not os.path.isdir(top):
-        sys.exit(f"grade: --submissions {args.submissions}: not a folder")
+        refuse(f"--submissions {args.submissions}: not a folder")
     students = sorted(d for d in os.listdir(top) if os.path.isdir(os.path.join(top, d)) and not d.startswith("."))
     if not students:
-        sys.exit(f"grade: --submissions {args.submissions}: no sub-folders (one per student)")
+        refuse(f"--submissions {args.submissions}: no sub-folders (one per student)")
     csv_path = args.csv or os.path.join(top, "grades.csv")
+    notice()
     rows = []
     worst = 0
     for name in students:
@@ -238,8 +250,9 @@ def main():
         if os.path.isdir(os.path.join(folder, "exercises")):  # a copy of the whole repository
             folder = os.path.join(folder, "exercises")
         print(f"\n== {name}")
-        build_dir = os.path.join(ROOT, "build", "grade", re.sub(r"[^A-Za-z0-9_.-]", "_", name))
-        verdicts = grade_tree(exercises, build_dir, "exercise", folder, args.no_build)
+        build_root = os.environ.get("KL_GRADE_BUILD_ROOT", os.path.join(ROOT, "build", "grade"))
+        build_dir = os.path.join(build_root, re.sub(r"[^A-Za-z0-9_.-]", "_", name))
+        verdicts = grade_tree(exercises, build_dir, "exercise", folder, args.no_build, gpu)
         for ex, v in zip(exercises, verdicts):
             rows.append([name, ex["id"], v["verdict"], v["ratio"], v["ms"], v["solution_ms"], v["detail"]])
         s = status(verdicts)
