@@ -81,9 +81,9 @@ def build(build_dir, lessons, kind, exercises_dir=None):
         for old in glob.glob(os.path.join(build_dir, "lessons", lesson, target)):
             os.remove(old)
     jobs = str(os.cpu_count() or 2)
-    if kind == "exercise" and len(targets) > 1:
+    if len(targets) > 1:  # one target, so that make builds the lessons in parallel; -k: past a broken one
         keep_going = ["-k", "0"] if os.path.exists(os.path.join(build_dir, "build.ninja")) else ["-k"]
-        cmd = ["cmake", "--build", build_dir, "-j", jobs, "--target", "exercises", "--", *keep_going]
+        cmd = ["cmake", "--build", build_dir, "-j", jobs, "--target", kind + "s", "--", *keep_going]
     else:
         cmd = ["cmake", "--build", build_dir, "-j", jobs, "--target", *targets]
     print(f"grade: building {', '.join(targets)} in {os.path.relpath(build_dir, ROOT)} ...", file=sys.stderr)
