@@ -1,9 +1,11 @@
-// Exercise 03: turn the interleaved tree (step 2) into sequential addressing (step 3).
+// Exercise 03.1: turn the interleaved tree (step 2) into sequential addressing (step 3).
 //
 // The kernel below is lesson 03's step 2: in round `stride`, thread t adds s[2*stride*t + stride]
-// into s[2*stride*t]. It sums correctly, but the test checks more than the sum: it checks that the
+// into s[2*stride*t]. It sums correctly, but the grader checks more than the sum: it checks that the
 // block adds its values in the order of sequential addressing, bit for bit (float addition is not
-// associative, so a different tree gives different last bits on real-valued data).
+// associative, so a different tree gives different last bits on real-valued data). The grader
+// launches one thread per element, blocks of 256 threads with 256 floats of dynamic shared memory,
+// and adds the block partials itself.
 //
 // TODO:
 //   1. Rewrite the loop: start with half = blockDim.x / 2 and halve it each round; in a round, the
@@ -12,11 +14,11 @@
 //      shared memory has 32 banks, 4 bytes wide (word i lives in bank i % 32). Which banks do the 32
 //      lanes of a warp touch in the first round, before and after your change, and how many
 //      accesses does each bank then serve one after another?
-// Then: cmake --build --preset release && ctest --preset exercises
+// Grade it: scripts/grade.sh 03.1
 #pragma once
 #include <cstddef>
 
-__global__ void reduce_sequential_exercise(const float* x, std::size_t n, float* partial) {
+__global__ void reduce_sequential(const float* x, std::size_t n, float* partial) {
   extern __shared__ float s[];
   const unsigned tid = threadIdx.x;
   const std::size_t i = blockIdx.x * std::size_t{blockDim.x} + tid;

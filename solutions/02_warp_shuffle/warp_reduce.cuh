@@ -1,4 +1,10 @@
-// Exercise 02, solved: the warp reduce with shuffles (see exercises/02_warp_shuffle for the task).
+// Exercise 02.1, solved: the warp reduce of step 2 (see exercises/02_warp_shuffle for the task).
+//
+// Each round adds the value `offset` lanes above: after offset 16 lane t < 16 holds x[t] + x[t+16],
+// after offset 8 lane t < 8 holds four values, and after five rounds lane 0 holds all 32. The lanes
+// exchange registers directly (one shuffle instruction a round), with no shared memory and no
+// barrier: step 2 drops the block tree's 8 __syncthreads and its idle threads, and makes one atomic
+// per warp instead of one per block.
 #pragma once
 #include "common/warp.cuh"  // kl::kFullMask
 
