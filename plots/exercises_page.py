@@ -106,10 +106,10 @@ def table_lesson(exercises, num):
     for ex in mine:
         link = f"[{ex['id']} {ex['title']}](../../exercises/{ex['lesson']}/{ex['file']})"
         lines.append(f"| {link} | {ex['goal']} | {'★' * int(ex['difficulty'])} | {ex['minutes']} min |")
-    lines += ["", f"Grade: `scripts/grade.sh {num}` (one: `scripts/grade.sh {mine[0]['id']}`); right on every test shape and",
-              "at least 80 % of the solution's speed on your GPU. Solutions, explained:",
-              f"[solutions/{mine[0]['lesson']}/](../../solutions/{mine[0]['lesson']}/); all exercises and their timings:",
-              "[exercises/README.md](../../exercises/README.md)."]
+    lesson = mine[0]["lesson"]
+    lines += ["", f"Grade: `scripts/grade.sh {num}` (one: `scripts/grade.sh {mine[0]['id']}`), right on every test shape and at",
+              f"least 80 % of the solution's speed on your GPU. [Solutions](../../solutions/{lesson}/), explained;",
+              "[all exercises](../../exercises/README.md), with their timings."]
     return "\n".join(lines) + "\n"
 
 
