@@ -1,4 +1,5 @@
-// Exercise 07: step 2's softmax micro-kernel — the whole warp on the 16×16 score tile.
+// Exercise 07.1: step 1's softmax micro-kernel turned into step 2's — the whole warp on the 16x16
+// score tile.
 //
 // The reference design (step 1) gives lane c < 16 column c of one row at a time and leaves lanes
 // 16-31 idle: 16 passes, each with two 5-step shuffle reductions over the whole warp. Here the warp
@@ -11,11 +12,12 @@
 //   2. Keep the reductions inside each half-warp: __shfl_xor_sync with offsets 8, 4, 2, 1 never
 //      crosses from lane < 16 to lane >= 16, so both rows reduce at once in 4 steps (not 5).
 //   3. Every lane writes its probability: no lane is idle any more.
-// Then: cmake --build --preset release && ctest --preset exercises -R 07
+// Grade it: scripts/grade.sh 07.1
 #pragma once
 #include "lessons/07_wmma_attention/attention.cuh"
 
-__device__ __forceinline__ void softmax_two_rows_exercise(const float* s, __half* p, float scale) {
+// s: the tile's 16x16 scores (row-major, float); p: its probabilities softmax(s · scale), in f16.
+__device__ __forceinline__ void softmax_two_rows(const float* s, __half* p, float scale) {
   constexpr int kT = lesson07::kT;
   const int lane = threadIdx.x % 32, col = lane % kT;
   for (int pass = 0; pass < kT / 2; ++pass) {
@@ -30,8 +32,9 @@ __device__ __forceinline__ void softmax_two_rows_exercise(const float* s, __half
   }
 }
 
-// Given: step 2 with the exercise's softmax, P filled with NaN before it so a row left out shows.
-__global__ void tile_exercise(lesson07::Problem pr) {
+// Given: step 2 (one warp per 16x16x16 tile) with the softmax above, P filled with NaN before it so
+// that a row left out shows.
+__global__ void tile_all_lanes(lesson07::Problem pr) {
   constexpr int kT = lesson07::kT;
   __shared__ float s[kT * kT];
   __shared__ __half p[kT * kT];
@@ -39,7 +42,7 @@ __global__ void tile_exercise(lesson07::Problem pr) {
   for (int i = threadIdx.x; i < kT * kT; i += 32) p[i] = __float2half(NAN);
   lesson07::tile_scores(pr.q + off, pr.k + off, s);
   __syncwarp();
-  softmax_two_rows_exercise(s, p, pr.scale);
+  softmax_two_rows(s, p, pr.scale);
   __syncwarp();
   lesson07::tile_output(p, pr.v + off, s, pr.o + off);
 }
