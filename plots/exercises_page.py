@@ -50,11 +50,22 @@ def ms(v):
     return f"{x:.3g}" if x < 100 else f"{x:.0f}"
 
 
-def skeleton_cell(t):
+def ratio(v):
+    """A speed ratio to two significant digits (0.21, 0.0049)."""
+    return f"{float(f'{float(v):.2g}'):g}"
+
+
+def has_cpu_part(ex):
+    with open(os.path.join(ROOT, "exercises", ex["lesson"], "test.cu")) as f:
+        return f'"exercise {ex["id"]} [cpu]' in f.read()
+
+
+def skeleton_cell(ex, t):
     if not t:
-        return "not measured"
-    verdict = "right" if t["check"] == "pass" else "wrong result"
-    return f"{ms(t['ms'])} ms, {float(t['ratio']):.2f}× the solution's speed, {verdict}"
+        return "fails its CPU part (not timed)" if has_cpu_part(ex) else "not measured"
+    if t["check"] != "pass":
+        return f"fails the check ({ms(t['ms'])} ms)"
+    return f"right, {ms(t['ms'])} ms: {ratio(t['ratio'])}× the solution's speed"
 
 
 def table_all(exercises, timings):
@@ -62,7 +73,7 @@ def table_all(exercises, timings):
              "|---|---|---|---|---|---|---|"]
     for ex in exercises:
         link = f"[{ex['id']} {ex['title']}]({ex['lesson']}/{ex['file']})"
-        skel = skeleton_cell(timings.get((ex["id"], "exercise")))
+        skel = skeleton_cell(ex, timings.get((ex["id"], "exercise")))
         sol = timings.get((ex["id"], "solution"))
         sol_cell = f"{ms(sol['ms'])} ms" if sol else "not measured"
         step = f"lesson {ex['lesson'][:2]}, step {ex['step']}"
@@ -88,9 +99,9 @@ def table_wrong(exercises, timings):
             elif t["check"] == "fail":
                 result = f"fails the check ({ms(t['ms'])} ms)"
             elif float(t["ratio"]) < 0.8:
-                result = f"right, {float(t['ratio']):.2f}× the solution's speed: fails the bar"
+                result = f"right, {ratio(t['ratio'])}× the solution's speed: fails the bar"
             else:
-                result = f"right, {float(t['ratio']):.2f}× the solution's speed: PASSES (its test fails)"
+                result = f"right, {ratio(t['ratio'])}× the solution's speed: PASSES (its test fails)"
             path = f"../solutions/{ex['lesson']}/wrong/{name}.cuh"
             if not os.path.exists(os.path.join(ROOT, "exercises", path)):
                 path = f"{ex['lesson']}/test.cu"

@@ -2,7 +2,7 @@
 // step 3. Right, but a 32-float row leaves three of the block's four warps idle and pays two block
 // reductions. Prediction from results/h100/lesson04.csv: step 3 takes 2.51 ms against step 2's
 // 0.187 ms at 2097152 x 32 f32, and the solution's warp per row is at most ~0.3 ms there: about 0.1
-// of the solution's speed (0.2 at most). It must fail the speed bar.
+// of the solution's speed (0.2 at most). Measured on the H100: 0.16 (exercises/README.md).
 #pragma once
 #include <cstdint>
 
