@@ -35,7 +35,17 @@ struct Step {
   bool library = false;        // a library baseline, labelled "lib"
   int needs_sm = 0;            // oldest GPU architecture it runs on (80 = sm_80); 0: any
   const char* part = nullptr;  // lessons with several problems (07: "tile", "flash"); else null
+  // needs_sm's arch-specific features ("a": sm_90a's wgmma, setmaxnreg), whose code runs on that
+  // architecture alone, not on newer ones: shown as sm_90a, and the launcher refuses other GPUs.
+  bool arch_specific = false;
 };
+
+// What a step needs, as --list shows it: "any GPU", "sm_80+" (sm_80 or newer) or "sm_90a" (sm_90 alone).
+template <class Launch>
+std::string needs_text(const Step<Launch>& st) {
+  if (!st.needs_sm) return "any GPU";
+  return "sm_" + std::to_string(st.needs_sm) + (st.arch_specific ? "a" : "+");
+}
 
 // "1", "2", ... counting the lesson's own steps in order; "lib" for a library baseline.
 template <class Launch>
@@ -138,7 +148,7 @@ Measured measure_steps(Context<Launch>& cx, const std::vector<int>& which, const
     const int cc = cx.dev.cc_major * 10 + cx.dev.cc_minor;
     if (st.needs_sm > cc) {
       m.notes.push_back(step_label(cx.steps, i) + " " + st.name + ": n/a: needs sm_" + std::to_string(st.needs_sm) +
-                        " (this GPU is sm_" + std::to_string(cc) + ")");
+                        (st.arch_specific ? "a" : "") + " (this GPU is sm_" + std::to_string(cc) + ")");
       continue;
     }
     auto launch = [&](cudaStream_t s) { run_step(st, s); };
@@ -206,9 +216,8 @@ template <class Launch>
 void print_steps(const std::vector<Step<Launch>>& steps) {
   for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
     const auto& st = steps[i];
-    std::string needs = st.needs_sm ? "sm_" + std::to_string(st.needs_sm) + "+" : "any GPU";
-    std::printf("%-4s %-24s %-8s %s%s%s\n", step_label(steps, i).c_str(), st.name, needs.c_str(), st.part ? "[" : "",
-                st.part ? (std::string(st.part) + "] ").c_str() : "", st.idea);
+    std::printf("%-4s %-24s %-8s %s%s%s\n", step_label(steps, i).c_str(), st.name, needs_text(st).c_str(),
+                st.part ? "[" : "", st.part ? (std::string(st.part) + "] ").c_str() : "", st.idea);
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "common/block.cuh"
 #include "common/cli.hpp"
+#include "common/ladder.hpp"
 #include "common/pack.cuh"
 #include "common/random.hpp"
 #include "common/reference.hpp"
@@ -155,6 +156,13 @@ TEST_CASE("guarded_main maps errors to exit codes 2, 77 and 1") {
   CHECK(kl::guarded_main("t", []() -> int { throw kl::UsageError("bad"); }) == 2);
   CHECK(kl::guarded_main("t", []() -> int { throw kl::NoDevice("none"); }) == 77);
   CHECK(kl::guarded_main("t", []() -> int { throw std::runtime_error("cuda"); }) == 1);
+}
+
+TEST_CASE("step needs as --list shows them: any GPU, sm_80 or newer, sm_90a (that architecture alone)") {
+  using Step = kl::Step<void (*)()>;
+  CHECK(kl::needs_text(Step{"a", "idea", nullptr}) == "any GPU");
+  CHECK(kl::needs_text(Step{"b", "idea", nullptr, false, 80}) == "sm_80+");
+  CHECK(kl::needs_text(Step{"c", "idea", nullptr, false, 90, nullptr, true}) == "sm_90a");
 }
 
 TEST_CASE("csv: one schema, empty numbers for a FAILED row, commas kept out, header once") {
