@@ -188,11 +188,7 @@ inline std::vector<kl::Row> run_shape(const Shape& shape, kl::Context<Launcher>&
   Problem p = shape.second;
   const auto n = static_cast<std::size_t>(p.elements());
   kl::DeviceBuffer<__half> q(n), k(n), v(n), o(n);
-  const std::uint64_t salt = static_cast<std::uint64_t>(p.batch) * 7919 + static_cast<std::uint64_t>(p.seq) * 131 +
-                             static_cast<std::uint64_t>(p.dim) + p.causal;  // 64-bit: S * 131 may pass INT_MAX
-  fill_uniform(q.data(), p.elements(), kl::seed_for(salt), 1.7320508f);
-  fill_uniform(k.data(), p.elements(), kl::seed_for(salt + 1), 1.7320508f);
-  fill_uniform(v.data(), p.elements(), kl::seed_for(salt + 2), 1.7320508f);
+  fill_inputs(p, q.data(), k.data(), v.data());
   p.q = q.data();
   p.k = k.data();
   p.v = v.data();

@@ -20,6 +20,7 @@
 #include "common/device.cuh"
 #include "common/ladder.hpp"
 #include "common/parallel.hpp"
+#include "common/random.hpp"
 
 namespace lesson07 {
 
@@ -74,7 +75,8 @@ inline void validate(const Problem& p, Part part) {
 
 // Uniform values in [-a, a) straight into f16 on the GPU, from a hash of (seed, index): the flash
 // shapes hold up to 2^27 elements per tensor, too many to draw on the CPU for every sweep point.
-__global__ void fill_uniform_kernel(__half* x, std::int64_t n, std::uint64_t seed, float a) {
+// (static, as the kernels of this file: lesson 08 includes it in two files of one executable.)
+static __global__ void fill_uniform_kernel(__half* x, std::int64_t n, std::uint64_t seed, float a) {
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
        i += std::int64_t{gridDim.x} * blockDim.x) {
     std::uint64_t z = seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(i);
@@ -89,6 +91,15 @@ inline void fill_uniform(__half* x, std::int64_t n, std::uint64_t seed, float a)
   fill_uniform_kernel<<<kl::sm_count() * 8, 256>>>(x, n, seed, a);
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// The inputs of a run: Q, K, V uniform with unit variance ([-sqrt(3), sqrt(3))), seeded by the shape.
+inline void fill_inputs(const Problem& p, __half* q, __half* k, __half* v) {
+  const std::uint64_t salt = static_cast<std::uint64_t>(p.batch) * 7919 + static_cast<std::uint64_t>(p.seq) * 131 +
+                             static_cast<std::uint64_t>(p.dim) + p.causal;  // 64-bit: S * 131 may pass INT_MAX
+  fill_uniform(q, p.elements(), kl::seed_for(salt), 1.7320508f);
+  fill_uniform(k, p.elements(), kl::seed_for(salt + 1), 1.7320508f);
+  fill_uniform(v, p.elements(), kl::seed_for(salt + 2), 1.7320508f);
 }
 
 inline std::vector<float> to_floats(const std::vector<__half>& h) {
@@ -141,7 +152,7 @@ inline std::vector<double> reference(const std::vector<float>& q, const std::vec
 // The same on the GPU in f32, for shapes too large for the CPU: one block of 128 threads per listed
 // row; each chunk of 128 keys is scored (one key per thread), then thread c < D folds the chunk into
 // its output column with the online (max, sum). Slow and simple: it checks only sampled rows.
-__global__ void reference_rows_kernel(Problem p, const std::int64_t* rows, float* out) {
+static __global__ void reference_rows_kernel(Problem p, const std::int64_t* rows, float* out) {
   __shared__ float s[128];
   __shared__ float qs[128];
   const int S = p.seq, D = p.dim;
