@@ -1,10 +1,14 @@
-"""PyTorch's rows for lesson 07 (attention O = softmax(Q K^T scale) V, f16): torch's
-scaled_dot_product_attention forced onto each backend (FLASH_ATTENTION, EFFICIENT_ATTENTION,
-CUDNN_ATTENTION, MATH), at the shapes of `lesson07 --sweep` (the tile problem as [B, 1, 16, 16],
-the flash shapes as [65536 / S, 16, S, D], causal and not), appended to RESULTS_DIR/lesson07.csv as
-steps "pytorch_flash", "pytorch_efficient", "pytorch_cudnn" and "pytorch_math" (% of limit: of the
-copy bandwidth for the tile problem, of the tensor-core peak lesson07 measured for the flash shapes).
-torch_baselines.py calls attention() with its timing and CSV helpers. A backend that refuses a shape, or MATH where its
+"""PyTorch's rows for lessons 07 and 08 (attention O = softmax(Q K^T scale) V, f16): torch's
+scaled_dot_product_attention forced onto each backend, timed and checked like the lessons' steps.
+attention(), lesson 07: at the shapes of `lesson07 --sweep` (the tile problem as [B, 1, 16, 16], the
+flash shapes as [65536 / S, 16, S, D], causal and not), with FLASH_ATTENTION, EFFICIENT_ATTENTION,
+CUDNN_ATTENTION and MATH, appended to RESULTS_DIR/lesson07.csv as steps "pytorch_flash",
+"pytorch_efficient", "pytorch_cudnn" and "pytorch_math" (% of limit: of the copy bandwidth for the tile
+problem, of the tensor-core peak lesson07 measured for the flash shapes).
+hopper(), lesson 08: the same flash shapes (those of `lesson08 --sweep`) with FLASH_ATTENTION,
+EFFICIENT_ATTENTION and CUDNN_ATTENTION, appended to RESULTS_DIR/lesson08.csv (% of the tensor-core peak
+lesson08 measured).
+torch_baselines.py calls them with its timing and CSV helpers. A backend that refuses a shape, or MATH where its
 S x S scores would need more than 16 GiB, is left out. Each output is checked first, with the
 lesson's metric max |o - ref| / (|ref| + 0.1), against float32 math on (up to) two heads."""
 import csv
@@ -21,6 +25,7 @@ BACKENDS = (("pytorch_flash", "sdpa FLASH_ATTENTION", SDPBackend.FLASH_ATTENTION
 TILES = (4096, 65536)
 FLASH = [(65536 // s, 16, s, d, causal) for d in (64, 128) for causal in (False, True)
          for s in (128, 256, 512, 1024, 2048, 4096, 8192, 16384)]
+HOPPER_BACKENDS = tuple(b for b in BACKENDS if b[2] != SDPBackend.MATH)
 MATH_BUDGET = 16 * 2 ** 30  # bytes of f16 scores (it keeps several S-sized temporaries)
 
 
@@ -34,7 +39,7 @@ def _error(out, q, k, v, causal):
 
 
 def peak_tflops(path):
-    """The tensor-core peak lesson07 measured (cuBLAS f16 GEMM): TFLOP/s / (% of limit) of a flash row."""
+    """The tensor-core peak the lesson measured (cuBLAS f16 GEMM): TFLOP/s / (% of limit) of a flash row."""
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
             if r["shape"].startswith("BxHxSxD") and r["tflops"] and r["pct_of_limit"]:
@@ -42,13 +47,9 @@ def peak_tflops(path):
     return float("nan")
 
 
-def attention(out_dir, gpu, time_ms, append, copy_gbps):
-    path = os.path.join(out_dir, "lesson07.csv")
-    if not os.path.exists(path):
-        return
-    peak, copy = peak_tflops(path), copy_gbps(path)
+def sdpa_rows(lesson, shapes, backends, peak, copy, time_ms, gpu):
+    """The CSV rows of `lesson` ("07") for each (B, H, S, D, causal) of `shapes` and each backend that takes it."""
     dev = torch.device("cuda")
-    shapes = [(b, 1, 16, 16, False) for b in TILES] + FLASH
     rows = []
     for b, h, s, d, causal in shapes:
         q, k, v = ((torch.rand(b, h, s, d, device=dev) * 2 - 1) * 3 ** 0.5 for _ in range(3))
@@ -59,7 +60,7 @@ def attention(out_dir, gpu, time_ms, append, copy_gbps):
             shape = f"BxHxSxD={b}x{h}x{s}x{d}" + (";causal" if causal else "")
         flops = 4.0 * b * h * s * s * d / (2 if causal else 1)
         moved = 4 * b * h * s * d * 2
-        for step, label, backend in BACKENDS:
+        for step, label, backend in backends:
             if backend == SDPBackend.MATH and 2 * b * h * s * s * 2 > MATH_BUDGET:
                 continue
 
@@ -78,9 +79,26 @@ def attention(out_dir, gpu, time_ms, append, copy_gbps):
             gbps = moved / (med * 1e-3) / 1e9
             tile = shape.startswith("B=")
             pct = f"{100 * gbps / copy:.6g}" if tile else f"{100 * tflops / peak:.6g}"
-            rows.append(["07", step, label, "f16", shape, f"{med:.6g}", f"{lo:.6g}", f"{hi:.6g}",
+            rows.append([lesson, step, label, "f16", shape, f"{med:.6g}", f"{lo:.6g}", f"{hi:.6g}",
                          f"{gbps:.6g}" if tile else "", f"{tflops:.6g}", pct, f"{err:.6g}", gpu])
             print(f"{label} {shape}: {med:.4f} ms, {tflops:.1f} TFLOP/s, error {err:.2e}")
         del q, k, v
         torch.cuda.empty_cache()
-    append(path, rows)
+    return rows
+
+
+def attention(out_dir, gpu, time_ms, append, copy_gbps):
+    """Lesson 07: the tile problem and the flash shapes, every backend."""
+    path = os.path.join(out_dir, "lesson07.csv")
+    if not os.path.exists(path):
+        return
+    shapes = [(b, 1, 16, 16, False) for b in TILES] + FLASH
+    append(path, sdpa_rows("07", shapes, BACKENDS, peak_tflops(path), copy_gbps(path), time_ms, gpu))
+
+
+def hopper(out_dir, gpu, time_ms, append, copy_gbps):
+    """Lesson 08: the flash shapes, with the backends a Hopper kernel is measured against (not MATH)."""
+    path = os.path.join(out_dir, "lesson08.csv")
+    if not os.path.exists(path):
+        return
+    append(path, sdpa_rows("08", FLASH, HOPPER_BACKENDS, peak_tflops(path), copy_gbps(path), time_ms, gpu))
