@@ -65,8 +65,8 @@ class RenderSample(unittest.TestCase):
             self.assertIn(summary.ratio(x), text, x)
 
     def test_default_dtype_is_main_cu_first(self):
-        self.assertEqual([summary.default_dtype(f"lesson0{n}") for n in range(1, 8)],
-                         ["f32"] * 6 + ["f16"])
+        self.assertEqual([summary.default_dtype(f"lesson0{n}") for n in range(1, 9)],
+                         ["f32"] * 6 + ["f16"] * 2)
 
 
 if __name__ == "__main__":
