@@ -64,7 +64,7 @@ def skeleton_cell(ex, t):
     if not t:
         return "fails its CPU part (not timed)" if has_cpu_part(ex) else "not measured"
     if t["check"] != "pass":
-        return f"fails the check ({ms(t['ms'])} ms)"
+        return f"fails the check ({ms(t['ms'])} ms)" if t["ms"] else "fails the check"
     return f"right, {ms(t['ms'])} ms: {ratio(t['ratio'])}× the solution's speed"
 
 
@@ -97,7 +97,7 @@ def table_wrong(exercises, timings):
             if t is None:
                 result = "not measured"
             elif t["check"] == "fail":
-                result = f"fails the check ({ms(t['ms'])} ms)"
+                result = f"fails the check ({ms(t['ms'])} ms)" if t["ms"] else "fails the check (untimed)"
             elif float(t["ratio"]) < 0.8:
                 result = f"right, {ratio(t['ratio'])}× the solution's speed: fails the bar"
             else:

@@ -8,7 +8,7 @@ An exercise passes when its check finds no wrong case and it runs at least 80 % 
 speed in the same process (exercises/NN_name/test.cu and common/grade.cuh decide both; this script
 runs them and reads their `grade ...` lines). Verdicts: PASS with the speed against the solution;
 FAIL with the first failing case, what was expected, and a hint from exercises/NN_name/exercises.json;
-NOT GRADED: no GPU. Parts that need no GPU (test cases outside the "gpu" suite) are graded on the CPU.
+NOT GRADED: no GPU (or: needs sm_90a, for lesson 08 on another GPU). Parts that need no GPU (test cases outside the "gpu" suite) are graded on the CPU.
 Exit status: 1 if any exercise failed, else 77 if any could not be graded for want of a GPU, else 0.
 """
 import argparse
@@ -137,13 +137,18 @@ def grade_one(ex, exe, cpu_only):
     if gpu.returncode == 77:
         out.update(verdict="NOT GRADED", detail="no GPU" + (" (its CPU part passes)" if has_cpu else ""))
         return out
-    check = speed = None
+    check = speed = skip = None
     for line in gpu.stdout.splitlines():
-        m = re.match(rf"grade {re.escape(ex['id'])} (exercise|solution) (check|speed) (.*)", line)
+        m = re.match(rf"grade {re.escape(ex['id'])} (exercise|solution) (check|speed|skip) (.*)", line)
         if m and m.group(2) == "check":
             check = m.group(3)
+        elif m and m.group(2) == "skip":
+            skip = m.group(3)
         elif m:
             speed = m.group(3)
+    if skip is not None and check is None:
+        out.update(verdict="NOT GRADED", detail=skip + (" (its CPU part passes)" if has_cpu else ""))
+        return out
     if check is None:
         err = first_doctest_error(gpu.stdout + gpu.stderr) or (gpu.stdout + gpu.stderr).strip()[-300:]
         out.update(verdict="FAIL", detail=f"the test stopped before a verdict: {err}", hint=hints.get("check", ""))
