@@ -15,24 +15,14 @@ Markers, each closed by <!-- /exercises -->:
 import argparse
 import csv
 import glob
-import json
 import os
 import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from grade import load_exercises  # noqa: E402  (the one reader of exercises/NN_name/exercises.json)
 BLOCK = re.compile(r"(<!-- exercises (\S+) -->\n)(.*?)(<!-- /exercises -->)", re.S)
-
-
-def load_exercises():
-    out = []
-    for path in sorted(glob.glob(os.path.join(ROOT, "exercises", "[0-9][0-9]_*", "exercises.json"))):
-        lesson = os.path.basename(os.path.dirname(path))
-        with open(path) as f:
-            for ex in json.load(f):
-                ex["lesson"] = lesson
-                out.append(ex)
-    return out
 
 
 def load_timings(path):
