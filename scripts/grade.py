@@ -8,7 +8,7 @@ An exercise passes when its check finds no wrong case and it runs at least 80 % 
 speed in the same process (exercises/NN_name/test.cu and common/grade.cuh decide both; this script
 runs them and reads their `grade ...` lines). Verdicts: PASS with the speed against the solution;
 FAIL with the first failing case, what was expected, and a hint from exercises/NN_name/exercises.json;
-NOT GRADED: no GPU (or: needs sm_90a, for lesson 08 on another GPU). Parts that need no GPU (test cases outside the "gpu" suite) are graded on the CPU.
+NOT GRADED: no GPU (or: needs sm_90a, for lesson 09 on another GPU). Parts that need no GPU (test cases outside the "gpu" suite) are graded on the CPU.
 Exit status: 1 if any exercise failed, else 77 if any could not be graded for want of a GPU, else 0.
 """
 import argparse

@@ -1,13 +1,13 @@
-"""PyTorch's rows for lessons 07 and 08 (attention O = softmax(Q K^T scale) V, f16): torch's
+"""PyTorch's rows for lessons 07 and 09 (attention O = softmax(Q K^T scale) V, f16): torch's
 scaled_dot_product_attention forced onto each backend, timed and checked like the lessons' steps.
 attention(), lesson 07: at the shapes of `lesson07 --sweep` (the tile problem as [B, 1, 16, 16], the
 flash shapes as [65536 / S, 16, S, D], causal and not), with FLASH_ATTENTION, EFFICIENT_ATTENTION,
 CUDNN_ATTENTION and MATH, appended to RESULTS_DIR/lesson07.csv as steps "pytorch_flash",
 "pytorch_efficient", "pytorch_cudnn" and "pytorch_math" (% of limit: of the copy bandwidth for the tile
 problem, of the tensor-core peak lesson07 measured for the flash shapes).
-hopper(), lesson 08: the same flash shapes (those of `lesson08 --sweep`) with FLASH_ATTENTION,
-EFFICIENT_ATTENTION and CUDNN_ATTENTION, appended to RESULTS_DIR/lesson08.csv (% of the tensor-core peak
-lesson08 measured).
+hopper(), lesson 09: the same flash shapes (those of `lesson09 --sweep`) with FLASH_ATTENTION,
+EFFICIENT_ATTENTION and CUDNN_ATTENTION, appended to RESULTS_DIR/lesson09.csv (% of the tensor-core peak
+lesson09 measured).
 torch_baselines.py calls them with its timing and CSV helpers. A backend that refuses a shape, or MATH where its
 S x S scores would need more than 16 GiB, is left out. Each output is checked first, with the
 lesson's metric max |o - ref| / (|ref| + 0.1), against float32 math on (up to) two heads."""
@@ -97,8 +97,8 @@ def attention(out_dir, gpu, time_ms, append, copy_gbps):
 
 
 def hopper(out_dir, gpu, time_ms, append, copy_gbps):
-    """Lesson 08: the flash shapes, with the backends a Hopper kernel is measured against (not MATH)."""
-    path = os.path.join(out_dir, "lesson08.csv")
+    """Lesson 09: the flash shapes, with the backends a Hopper kernel is measured against (not MATH)."""
+    path = os.path.join(out_dir, "lesson09.csv")
     if not os.path.exists(path):
         return
-    append(path, sdpa_rows("08", FLASH, HOPPER_BACKENDS, peak_tflops(path), copy_gbps(path), time_ms, gpu))
+    append(path, sdpa_rows("09", FLASH, HOPPER_BACKENDS, peak_tflops(path), copy_gbps(path), time_ms, gpu))

@@ -75,7 +75,7 @@ inline void validate(const Problem& p, Part part) {
 
 // Uniform values in [-a, a) straight into f16 on the GPU, from a hash of (seed, index): the flash
 // shapes hold up to 2^27 elements per tensor, too many to draw on the CPU for every sweep point.
-// (static, as the kernels of this file: lesson 08 includes it in two files of one executable.)
+// (static, as the kernels of this file: lesson 09 includes it in two files of one executable.)
 static __global__ void fill_uniform_kernel(__half* x, std::int64_t n, std::uint64_t seed, float a) {
   for (std::int64_t i = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; i < n;
        i += std::int64_t{gridDim.x} * blockDim.x) {

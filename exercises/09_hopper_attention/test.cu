@@ -1,0 +1,330 @@
+// Grades exercises 09.1 and 09.2, built twice (exercise09_test: the files of exercises/09_hopper_attention
+// or a student's copy; solution09_test: the solutions and the wrong techniques, which must fail). Both
+// binaries are compiled for sm_90a alone, like the lesson's Hopper steps; on another GPU the GPU parts
+// are not graded. 09.1: the ring slot and its parities, on the CPU, then in a TMA pipeline of 2 and 3
+// stages whose waits are bounded (a wait for a phase that never completes is reported, not hung).
+// 09.2: step 5 with the graded softmax, against float64 on rows whose max grows along the keys.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/buffer.cuh"
+#include "common/grade.cuh"
+#include "common/random.hpp"
+#include "common/softmax_math.cuh"
+#include "common/warp.cuh"
+#include "lessons/09_hopper_attention/hopper.cuh"
+#include "lessons/09_hopper_attention/problem.cuh"
+#include "lessons/09_hopper_attention/steps/05_overlap.cuh"
+
+// Each set of exercise files in a namespace of its own: the files graded, the solution, the wrong
+// techniques. (Everything those files include is included above, outside the namespaces.)
+namespace graded {
+#include <deferred_softmax.cuh>
+#include <ring_slot.cuh>
+}  // namespace graded
+#ifdef KL_SOLUTION_BUILD
+namespace solution = graded;
+#else
+namespace solution {
+#include "solutions/09_hopper_attention/deferred_softmax.cuh"
+#include "solutions/09_hopper_attention/ring_slot.cuh"
+}  // namespace solution
+#endif
+namespace same_parity {
+#include "solutions/09_hopper_attention/wrong/same_parity.cuh"
+}
+namespace sum_not_rescaled {
+#include "solutions/09_hopper_attention/wrong/sum_not_rescaled.cuh"
+}
+
+namespace {
+
+using lesson09::Problem;
+
+// ---- 09.1: the ring ---------------------------------------------------------------------------------------
+
+template <class Ns>
+struct Ring;
+#define KL_RING(ns)                                                                                  \
+  template <>                                                                                        \
+  struct Ring<struct ns##_tag> {                                                                     \
+    __host__ __device__ static auto slot(int t, int stages) { return ns::ring_slot(t, stages); } \
+  };
+KL_RING(graded)
+KL_RING(solution)
+KL_RING(same_parity)
+#undef KL_RING
+
+// A wait that gives up after two seconds (the GPU's global timer, in ns): a pipeline waiting for a
+// phase that never completes reports it instead of hanging the grader; a slow wait (under
+// compute-sanitizer) still completes.
+__device__ bool wait_bounded(std::uint64_t* bar, int parity) {
+  std::uint64_t start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(start));
+  while (true) {
+    std::uint32_t done;
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(lesson09::smem_u32(bar)), "r"(parity)
+        : "memory");
+    if (done) return true;
+    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(now));
+    if (now - start > 2000000000ull) return false;
+  }
+}
+
+// Given: tiles of 64 x 64 f16 stream through a ring of kStages slots. Thread 0 (the producer) refills
+// slot ring_slot(i).stage with the block's i-th tile once the consumers have emptied it; warpgroup 1
+// (the consumers) waits for each tile, adds it up into sums[tile] and releases the slot.
+template <class R, int kStages>
+__global__ void __launch_bounds__(256) ring_sums(const __grid_constant__ CUtensorMap map, int tiles, float* sums,
+                                                 int* stuck) {
+  __shared__ __align__(1024) unsigned char slot[kStages][64 * 64 * 2];
+  __shared__ std::uint64_t full[kStages], empty[kStages];
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      lesson09::mbarrier_init(full + s, 1);
+      lesson09::mbarrier_init(empty + s, 128);
+    }
+    lesson09::mbarrier_init_fence();
+  }
+  __syncthreads();
+  if (threadIdx.x < 128) {
+    if (threadIdx.x != 0) return;
+    for (int i = 0, tile = blockIdx.x; tile < tiles; ++i, tile += gridDim.x) {
+      const auto sl = R::slot(i, kStages);
+      if (!wait_bounded(empty + sl.stage, sl.empty_parity)) {
+        atomicExch(stuck, 1);
+        return;
+      }
+      lesson09::mbarrier_arrive_expect_tx(full + sl.stage, sizeof(slot[0]));
+      lesson09::tma_load_3d(slot[sl.stage], &map, 0, 0, tile, full + sl.stage);
+    }
+    return;
+  }
+  const int c = threadIdx.x - 128;
+  for (int i = 0, tile = blockIdx.x; tile < tiles; ++i, tile += gridDim.x) {
+    const auto sl = R::slot(i, kStages);
+    if (!wait_bounded(full + sl.stage, sl.full_parity)) {
+      atomicExch(stuck, 1);
+      return;
+    }
+    const auto* h = reinterpret_cast<const __half2*>(slot[sl.stage]) + c * 16;  // 32 f16 a thread
+    float part = 0;
+    for (int j = 0; j < 16; ++j) {
+      const float2 f = __half22float2(h[j]);
+      part += f.x + f.y;
+    }
+    for (int o = 16; o > 0; o /= 2) part += __shfl_xor_sync(kl::kFullMask, part, o);
+    if (c % 32 == 0) atomicAdd(sums + tile, part);
+    lesson09::mbarrier_arrive(empty + sl.stage);
+  }
+}
+
+// Whole numbers in [-8, 8]: every tile's sum is exact in f32, in any order.
+struct RingInput {
+  std::vector<float> sums;
+  kl::DeviceBuffer<__half> x;
+  CUtensorMap map;
+};
+RingInput ring_input(int tiles) {
+  RingInput in;
+  const auto v = kl::integer_floats(std::size_t(tiles) * 4096, -8, 8, kl::seed_for(tiles + 81));
+  std::vector<__half> h(v.size());
+  in.sums.assign(tiles, 0.f);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    h[i] = __float2half(v[i]);
+    in.sums[i / 4096] += v[i];
+  }
+  in.x.upload(h);
+  in.map = lesson09::head_tensor_map(in.x.data(), tiles, 64, 64);
+  return in;
+}
+
+template <class R, int kStages>
+void enqueue_ring(const RingInput& in, int tiles, int blocks, float* sums, int* stuck, cudaStream_t s) {
+  CUDA_CHECK(cudaMemsetAsync(sums, 0, sizeof(float) * tiles, s));
+  ring_sums<R, kStages><<<blocks, 256, 0, s>>>(in.map, tiles, sums, stuck);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <class R>
+kl::grade::Failure check_ring_gpu() {
+  for (int stages : {2, 3})
+    for (auto [tiles, blocks] : {std::pair{1, 1}, {2, 1}, {5, 1}, {7, 1}, {100, 3}, {1000, 8}}) {
+      const std::string at = std::to_string(stages) + " stages, " + std::to_string(blocks) + " block(s), " +
+                             std::to_string(tiles) + " tiles: ";
+      const RingInput in = ring_input(tiles);
+      kl::DeviceBuffer<float> sums(tiles);
+      kl::DeviceBuffer<int> stuck(1);
+      CUDA_CHECK(cudaMemset(stuck.data(), 0, sizeof(int)));
+      if (stages == 2) enqueue_ring<R, 2>(in, tiles, blocks, sums.data(), stuck.data(), nullptr);
+      else enqueue_ring<R, 3>(in, tiles, blocks, sums.data(), stuck.data(), nullptr);
+      CUDA_CHECK(cudaDeviceSynchronize());
+      if (stuck.download(1)[0])
+        return at + "the pipeline stalled (a wait for a phase of a barrier that never completes)";
+      const auto got = sums.download();
+      for (int t = 0; t < tiles; ++t)
+        if (got[t] != in.sums[t])
+          return at + "tile " + std::to_string(t) + " summed to " + kl::grade::num(got[t]) + ", expected " +
+                 kl::grade::num(in.sums[t]) + " (it was read before it landed or after it was overwritten)";
+    }
+  return {};
+}
+
+// 2^15 tiles of 8 KiB (256 MiB), 4 blocks a SM, 3 stages.
+template <class Mine>
+kl::grade::Speed race_ring() {
+  if (kl::grade::sanitized()) return {};
+  const int tiles = 1 << 15, blocks = 4 * kl::sm_count();
+  const RingInput in = ring_input(tiles);
+  kl::DeviceBuffer<float> sums(tiles);
+  kl::DeviceBuffer<int> stuck(1);
+  CUDA_CHECK(cudaMemset(stuck.data(), 0, sizeof(int)));
+  return kl::grade::race(
+      [&](cudaStream_t s) { enqueue_ring<Mine, 3>(in, tiles, blocks, sums.data(), stuck.data(), s); },
+      [&](cudaStream_t s) { enqueue_ring<Ring<struct solution_tag>, 3>(in, tiles, blocks, sums.data(), stuck.data(), s); });
+}
+
+// ---- 09.2: step 5's softmax -----------------------------------------------------------------------------
+
+template <class Ns>
+struct Softmax;
+#define KL_SOFTMAX(ns)                                                                                  \
+  template <>                                                                                           \
+  struct Softmax<struct ns##_tag> {                                                                     \
+    __device__ __forceinline__ static void apply(float (&s)[32], float (&m)[2], float (&l)[2], float (&a)[2], \
+                                                 float c) {                                             \
+      ns::softmax_deferred(s, m, l, a, c);                                                              \
+    }                                                                                                   \
+  };
+KL_SOFTMAX(graded)
+KL_SOFTMAX(solution)
+KL_SOFTMAX(sum_not_rescaled)
+#undef KL_SOFTMAX
+
+template <class Sm, int D, bool kCausal>
+struct OverlapWith {
+  static void run(const Problem& p, cudaStream_t s) {
+    lesson09::launch_flash<lesson09::flash_overlap<D, kCausal, Sm>>(lesson09::flash_ws_smem<D>(), lesson09::kWsThreads,
+                                                                      p, s, lesson09::tma_maps(p));
+  }
+};
+template <class Sm>
+void enqueue_overlap(const Problem& p, cudaStream_t s) {
+  if (p.dim == 64) p.causal ? OverlapWith<Sm, 64, true>::run(p, s) : OverlapWith<Sm, 64, false>::run(p, s);
+  else p.causal ? OverlapWith<Sm, 128, true>::run(p, s) : OverlapWith<Sm, 128, false>::run(p, s);
+}
+
+// Inputs rounded to f16; `growing`: K's rows lean more and more towards Q's, so that a row's max grows
+// with every key tile (the case a missing rescale gets wrong).
+struct Attention {
+  std::vector<float> q, k, v;
+  kl::DeviceBuffer<__half> dq, dk, dv, o;
+};
+Attention attention_input(Problem& p, bool growing, std::uint64_t seed) {
+  Attention a;
+  const auto n = static_cast<std::size_t>(p.elements());
+  std::vector<float>* host[3] = {&a.q, &a.k, &a.v};
+  kl::DeviceBuffer<__half>* dev[3] = {&a.dq, &a.dk, &a.dv};
+  for (int i = 0; i < 3; ++i) {
+    auto x = kl::uniform_floats(n, -1.7320508, 1.7320508, kl::seed_for(seed + i));
+    if (growing && i == 1)
+      for (std::size_t j = 0; j < n; ++j) x[j] += 3.0f * static_cast<float>((j / p.dim) % p.seq) / p.seq;
+    if (growing && i == 0)
+      for (std::size_t j = 0; j < n; ++j) x[j] = 0.5f + 0.25f * x[j];
+    std::vector<__half> h(n);
+    for (std::size_t j = 0; j < n; ++j) {
+      h[j] = __float2half_rn(x[j]);
+      x[j] = __half2float(h[j]);
+    }
+    *host[i] = x;
+    dev[i]->upload(h);
+  }
+  a.o.resize(n);
+  p.q = a.dq.data();
+  p.k = a.dk.data();
+  p.v = a.dv.data();
+  p.o = a.o.data();
+  return a;
+}
+
+template <class Sm>
+kl::grade::Failure check_softmax() {
+  const std::vector<int> seqs =
+      kl::grade::sanitized() ? std::vector<int>{17, 129} : std::vector<int>{1, 17, 64, 100, 129, 1000};
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      for (int seq : seqs)
+        for (bool growing : {false, true}) {
+          Problem p = lesson09::flash_problem(1, 2, seq, d, causal);
+          Attention a = attention_input(p, growing, 1000 * seq + d + causal);
+          a.o.poison();
+          enqueue_overlap<Sm>(p, nullptr);
+          CUDA_CHECK(cudaDeviceSynchronize());
+          const std::vector<double> ref = lesson09::reference(a.q, a.k, a.v, p);
+          std::vector<std::int64_t> rows(static_cast<std::size_t>(p.rows()));
+          for (std::size_t r = 0; r < rows.size(); ++r) rows[r] = static_cast<std::int64_t>(r);
+          const double err = lesson09::max_error(a.o.download(), ref, rows, d);
+          if (!(err <= lesson09::kRel))
+            return "S = " + std::to_string(seq) + ", D = " + std::to_string(d) + (causal ? ", causal" : "") +
+                   (growing ? ", max growing along the keys" : ", random") + ": error " + kl::grade::num(err) +
+                   ", expected <= " + kl::grade::num(lesson09::kRel);
+        }
+  return {};
+}
+
+// B = 16, H = 16, S = 4096, D = 128 (3 x 256 MiB of inputs), where step 5 is the lesson's fastest.
+template <class Mine>
+kl::grade::Speed race_softmax() {
+  if (kl::grade::sanitized()) return {};
+  Problem p = lesson09::flash_problem(16, 16, 4096, 128, false);
+  Attention a = attention_input(p, false, 7);
+  return kl::grade::race([&](cudaStream_t s) { enqueue_overlap<Mine>(p, s); },
+                         [&](cudaStream_t s) { enqueue_overlap<Softmax<struct solution_tag>>(p, s); });
+}
+
+}  // namespace
+
+TEST_CASE("exercise 09.1 [cpu]: ring_slot gives the slot and the parities of every tile") {
+  for (int stages = 1; stages <= 4; ++stages)
+    for (int t = 0; t < 40; ++t) {
+      const auto got = graded::ring_slot(t, stages);
+      const int round = t / stages;
+      INFO("tile t = " << t << " with " << stages << " stages (slot " << t % stages << " filled " << round
+                       << " times before it)");
+      CHECK(got.stage == t % stages);
+      CHECK(got.full_parity == round % 2);
+      CHECK(got.empty_parity == (round + 1) % 2);
+    }
+}
+
+TEST_SUITE("gpu") {
+  TEST_CASE("exercise 09.1: the ring of a TMA pipeline, 2 and 3 stages") {
+    if (!lesson09::hopper_available()) return kl::grade::not_graded("09.1", lesson09::hopper_missing());
+    kl::grade::verdict("09.1", check_ring_gpu<Ring<struct graded_tag>>(), race_ring<Ring<struct graded_tag>>());
+  }
+
+  TEST_CASE("exercise 09.2: step 5's deferred softmax") {
+    if (!lesson09::hopper_available()) return kl::grade::not_graded("09.2", lesson09::hopper_missing());
+    kl::grade::verdict("09.2", check_softmax<Softmax<struct graded_tag>>(),
+                       race_softmax<Softmax<struct graded_tag>>());
+  }
+
+  TEST_CASE("wrong 09.1: the producer waiting on the consumers' parity stalls the pipeline") {
+    if (!lesson09::hopper_available()) return kl::grade::not_graded("09.1", lesson09::hopper_missing());
+    kl::grade::wrong_variant("09.1", "same_parity", kl::grade::Fails::check, check_ring_gpu<Ring<struct same_parity_tag>>(),
+                             {});
+  }
+
+  TEST_CASE("wrong 09.2: a running sum that is not rescaled") {
+    if (!lesson09::hopper_available()) return kl::grade::not_graded("09.2", lesson09::hopper_missing());
+    kl::grade::wrong_variant("09.2", "sum_not_rescaled", kl::grade::Fails::check,
+                             check_softmax<Softmax<struct sum_not_rescaled_tag>>(),
+                             race_softmax<Softmax<struct sum_not_rescaled_tag>>());
+  }
+}

@@ -1,0 +1,139 @@
+// Lesson 09, step 5: the softmax under the tensor cores. In step 4 a consumer group waits for each
+// GEMM before its softmax and for the softmax before the next GEMM. Here it issues S = Q·Kᵀ of tile
+// j and O += P·V of tile j-1 together, waits only for the first, and computes tile j's softmax while
+// P·V still runs; O is rescaled once that GEMM is done. Needs sm_90a.
+#pragma once
+#include <cstdint>
+
+#include "lessons/09_hopper_attention/steps/04_warp_specialized.cuh"
+
+namespace lesson09 {
+
+// Step 2's online softmax without touching O: the new max, P = 2^(S c - m c) in place of S, the running
+// sum, and the factor alpha by which O must still be rescaled (when the P·V in flight is done).
+__device__ __forceinline__ void softmax_deferred(float (&s)[32], float (&m)[2], float (&l)[2], float (&alpha)[2],
+                                                 float c) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float mt = m[h];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) mt = fmaxf(mt, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+    mt = fmaxf(mt, __shfl_xor_sync(kl::kFullMask, mt, 1));
+    mt = fmaxf(mt, __shfl_xor_sync(kl::kFullMask, mt, 2));
+    const float mc = mt == -INFINITY ? 0.f : mt * c;
+    alpha[h] = kl::exp2_approx(m[h] * c - mc);
+    m[h] = mt;
+    float sum = 0;
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int e = 2 * h; e < 2 * h + 2; ++e) sum += s[4 * j + e] = kl::exp2_approx(fmaf(s[4 * j + e], c, -mc));
+    l[h] = l[h] * alpha[h] + sum;
+  }
+}
+
+template <int D>
+__device__ __forceinline__ void rescale_o(float (&o)[D / 2], const float (&alpha)[2]) {
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[4 * j + e] *= alpha[e / 2];
+}
+
+// The softmax step 5 runs (exercise 09.2 puts its own in its place).
+struct DeferredSoftmax {
+  __device__ __forceinline__ static void apply(float (&s)[32], float (&m)[2], float (&l)[2], float (&alpha)[2],
+                                               float c) {
+    softmax_deferred(s, m, l, alpha, c);
+  }
+};
+
+// Step 5: step 4 with the consumer loop software-pipelined by one GEMM.
+template <int D, bool kCausal, class Softmax = DeferredSoftmax>
+__global__ void __launch_bounds__(kWsThreads, 1) flash_overlap(Problem p, const __grid_constant__ TmaMaps maps) {
+  using L = WsSmem<D>;
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem =
+      reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
+  auto* full = reinterpret_cast<std::uint64_t*>(smem + L::kBars);
+  auto* empty = reinterpret_cast<std::uint64_t*>(smem + L::kEmpty);
+  std::int64_t head64;
+  int q0;
+  lesson07::flash_block(p, kWgmmaBr, head64, q0);
+  const int head = static_cast<int>(head64);
+  const int nk = lesson07::key_tiles(p, q0, kWgmmaBr);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s <= kTmaStages; ++s) mbarrier_init(full + s, 1);
+    for (int s = 0; s < kTmaStages; ++s) mbarrier_init(empty + s, kWgmmaGroups * 128);
+    mbarrier_init_fence();
+  }
+  __syncthreads();
+  if (threadIdx.x < 128) {
+    regs_decrease<kProducerRegs>();
+    if (threadIdx.x == 0) produce<D>(smem, maps, q0, head, nk);
+    return;
+  }
+  regs_increase<kConsumerRegs>();
+  const int group = threadIdx.x / 128 - 1, w = threadIdx.x / 32 % 4, lane = threadIdx.x % 32, g = lane / 4,
+            t = lane % 4;
+  const unsigned char* qs = smem + L::kQ + group * L::kTile;
+  mbarrier_wait(full + kTmaStages, 0);
+  const int row = q0 + 64 * group + 16 * w + g, first_row = q0 + 64 * group;
+  // This group's key tiles: all of them, or up to its own diagonal when causal (then it only releases the rest).
+  const int mine = kCausal ? min(nk, (first_row + 64 + kBc - 1) / kBc) : nk;
+  const float c = p.scale * kl::kLog2e;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0, 0}, alpha[2];
+  float o[D / 2] = {};
+  std::uint32_t pa[kBc / 16][4];
+  auto needs_mask = [&](int k0) { return k0 + kBc > p.seq || (kCausal && k0 + kBc - 1 > first_row); };
+
+  mbarrier_wait(full, 0);  // tile 0: S, softmax (O is still zero: no rescale)
+  {
+    float s[32];
+    wgmma_fence();
+    scores_wgmma<D>(s, qs, smem + L::kK);
+    wgmma_commit();
+    wgmma_wait<0>();
+    if (needs_mask(0)) mask_scores_wgmma<kCausal>(s, 0, row, t, p.seq);
+    Softmax::apply(s, m, l, alpha, c);
+    pack_p(pa, s);
+  }
+  for (int kt = 1; kt < mine; ++kt) {
+    const int stage = kt % kTmaStages, prev = (kt - 1) % kTmaStages;
+    mbarrier_wait(full + stage, (kt / kTmaStages) % 2);
+    float s[32];
+    wgmma_fence();
+    scores_wgmma<D>(s, qs, smem + L::kK + stage * L::kTile);  // S of tile kt ...
+    wgmma_commit();
+    accumulate_pv_wgmma<D>(o, pa, smem + L::kV + prev * L::kTile);  // ... and P·V of tile kt - 1
+    wgmma_commit();
+    wgmma_wait<1>();  // S is ready; P·V may still run
+    if (needs_mask(kt * kBc)) mask_scores_wgmma<kCausal>(s, kt * kBc, row, t, p.seq);
+    Softmax::apply(s, m, l, alpha, c);
+    wgmma_wait<0>();  // P·V of tile kt - 1 is done: its stage is free, O may be rescaled
+    mbarrier_arrive(empty + prev);
+    rescale_o<D>(o, alpha);
+    pack_p(pa, s);
+  }
+  wgmma_fence();
+  accumulate_pv_wgmma<D>(o, pa, smem + L::kV + (mine - 1) % kTmaStages * L::kTile);
+  wgmma_commit();
+  wgmma_wait<0>();
+  mbarrier_arrive(empty + (mine - 1) % kTmaStages);
+  for (int kt = mine; kt < nk; ++kt) {  // tiles past this group's diagonal: only released
+    mbarrier_wait(full + kt % kTmaStages, (kt / kTmaStages) % 2);
+    mbarrier_arrive(empty + kt % kTmaStages);
+  }
+  store_output_wgmma<D>(p.o + head64 * p.seq * D, o, l, row, t, p.seq);
+}
+
+template <int D, bool kCausal>
+struct OverlapLaunch {
+  static void run(const Problem& p, cudaStream_t s) {
+    launch_flash<flash_overlap<D, kCausal>>(flash_ws_smem<D>(), kWsThreads, p, s, tma_maps(p));
+  }
+};
+
+inline void launch_overlap(const Problem& p, lesson07::Workspace&, cudaStream_t s) { by_shape<OverlapLaunch>(p, s); }
+
+}  // namespace lesson09
