@@ -69,7 +69,7 @@ __device__ bool wait_bounded(std::uint64_t* bar, int parity) {
     asm volatile(
         "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
         : "=r"(done)
-        : "r"(lesson09::smem_u32(bar)), "r"(parity)
+        : "r"(kl::smem_u32(bar)), "r"(parity)
         : "memory");
     if (done) return true;
     asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(now));
@@ -87,10 +87,10 @@ __global__ void __launch_bounds__(256) ring_sums(const __grid_constant__ CUtenso
   __shared__ std::uint64_t full[kStages], empty[kStages];
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
-      lesson09::mbarrier_init(full + s, 1);
-      lesson09::mbarrier_init(empty + s, 128);
+      kl::mbarrier_init(full + s, 1);
+      kl::mbarrier_init(empty + s, 128);
     }
-    lesson09::mbarrier_init_fence();
+    kl::mbarrier_init_fence();
   }
   __syncthreads();
   if (threadIdx.x < 128) {
@@ -101,8 +101,8 @@ __global__ void __launch_bounds__(256) ring_sums(const __grid_constant__ CUtenso
         atomicExch(stuck, 1);
         return;
       }
-      lesson09::mbarrier_arrive_expect_tx(full + sl.stage, sizeof(slot[0]));
-      lesson09::tma_load_3d(slot[sl.stage], &map, 0, 0, tile, full + sl.stage);
+      kl::mbarrier_arrive_expect_tx(full + sl.stage, sizeof(slot[0]));
+      kl::tma_load_3d(slot[sl.stage], &map, 0, 0, tile, full + sl.stage);
     }
     return;
   }
@@ -121,7 +121,7 @@ __global__ void __launch_bounds__(256) ring_sums(const __grid_constant__ CUtenso
     }
     for (int o = 16; o > 0; o /= 2) part += __shfl_xor_sync(kl::kFullMask, part, o);
     if (c % 32 == 0) atomicAdd(sums + tile, part);
-    lesson09::mbarrier_arrive(empty + sl.stage);
+    kl::mbarrier_arrive(empty + sl.stage);
   }
 }
 

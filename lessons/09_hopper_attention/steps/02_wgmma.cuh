@@ -8,8 +8,8 @@
 
 #include "common/ptx.cuh"
 #include "common/softmax_math.cuh"
+#include "common/wgmma.cuh"
 #include "lessons/07_wmma_attention/parts.cuh"
-#include "lessons/09_hopper_attention/wgmma.cuh"
 
 namespace lesson09 {
 
@@ -23,7 +23,7 @@ constexpr int kWgmmaGroups = 2, kWgmmaBr = 64 * kWgmmaGroups;
 // 64 rows x 64 f16): Q [groups][D/64 panels], then K and V, each [2 stages][D/64 panels].
 template <int D>
 struct WgmmaSmem {
-  static constexpr int kPanels = D / kPanelCols, kPanelBytes = 64 * kRowBytes;
+  static constexpr int kPanels = D / kl::kPanelCols, kPanelBytes = 64 * kl::kRowBytes;
   static constexpr int kQ = 0, kK = kQ + kWgmmaGroups * kPanels * kPanelBytes, kV = kK + 2 * kPanels * kPanelBytes;
   static constexpr int kBytes = kV + 2 * kPanels * kPanelBytes;
 };
@@ -38,7 +38,7 @@ __device__ __forceinline__ void load_rows_async(unsigned char* dst, const __half
     const int r = i / kChunks, ch = i % kChunks;
     const bool ok = row0 + r < seq;
     const std::int64_t g = ok ? static_cast<std::int64_t>(row0 + r) * D + ch * 8 : 0;
-    kl::cp_async16(reinterpret_cast<__half*>(dst + (ch / 8) * 64 * kRowBytes + swizzled(r, ch % 8)), src + g,
+    kl::cp_async16(reinterpret_cast<__half*>(dst + (ch / 8) * 64 * kl::kRowBytes + kl::swizzled(r, ch % 8)), src + g,
                    ok ? 16 : 0);
   }
 }
@@ -48,8 +48,9 @@ template <int D>
 __device__ __forceinline__ void scores_wgmma(float (&s)[32], const unsigned char* q, const unsigned char* k) {
 #pragma unroll
   for (int ks = 0; ks < D / 16; ++ks) {
-    const int off = (ks / 4) * 64 * kRowBytes + (ks % 4) * 32;
-    wgmma_m64n64k16_ss(s, smem_desc(q + off, 16, kAtomBytes), smem_desc(k + off, 16, kAtomBytes), ks > 0);
+    const int off = (ks / 4) * 64 * kl::kRowBytes + (ks % 4) * 32;
+    kl::wgmma_m64n64k16_ss(s, kl::smem_desc(q + off, 16, kl::kAtomBytes), kl::smem_desc(k + off, 16, kl::kAtomBytes),
+                           ks > 0);
   }
 }
 
@@ -68,9 +69,9 @@ __device__ __forceinline__ void accumulate_pv_wgmma(float (&o)[D / 2], const std
                                                     const unsigned char* v) {
 #pragma unroll
   for (int ks = 0; ks < kBc / 16; ++ks) {
-    const std::uint64_t b = smem_desc(v + ks * 16 * kRowBytes, 64 * kRowBytes, kAtomBytes);
-    if constexpr (D == 64) wgmma_m64n64k16_rs(o, a[ks], b, 1);
-    else wgmma_m64n128k16_rs(o, a[ks], b, 1);
+    const std::uint64_t b = kl::smem_desc(v + ks * 16 * kl::kRowBytes, 64 * kl::kRowBytes, kl::kAtomBytes);
+    if constexpr (D == 64) kl::wgmma_m64n64k16_rs(o, a[ks], b, 1);
+    else kl::wgmma_m64n128k16_rs(o, a[ks], b, 1);
   }
 }
 
@@ -171,24 +172,24 @@ __global__ void __launch_bounds__(kWgmmaGroups * 128, 1) flash_wgmma(Problem p) 
     } else {
       kl::cp_async_wait<0>();
     }
-    fence_proxy_async();  // the cp.async writes are read next by wgmma (the async proxy)
-    __syncthreads();      // this stage's tile has landed for every thread
+    kl::fence_proxy_async();  // the cp.async writes are read next by wgmma (the async proxy)
+    __syncthreads();          // this stage's tile has landed for every thread
     if (!kCausal || k0 <= first_row + 63) {
       const unsigned char* ks = smem + L::kK + stage * L::kPanels * L::kPanelBytes;
       const unsigned char* vs = smem + L::kV + stage * L::kPanels * L::kPanelBytes;
       float s[32];
-      wgmma_fence();
+      kl::wgmma_fence();
       scores_wgmma<D>(s, qs, ks);
-      wgmma_commit();
-      wgmma_wait<0>();
+      kl::wgmma_commit();
+      kl::wgmma_wait<0>();
       if (k0 + kBc > p.seq || (kCausal && k0 + kBc - 1 > first_row)) mask_scores_wgmma<kCausal>(s, k0, row, t, p.seq);
       online_softmax_wgmma<D>(s, m, l, o, c);
       std::uint32_t pa[kBc / 16][4];
       pack_p(pa, s);
-      wgmma_fence();  // P and the rescaled O were written by ordinary instructions
+      kl::wgmma_fence();  // P and the rescaled O were written by ordinary instructions
       accumulate_pv_wgmma<D>(o, pa, vs);
-      wgmma_commit();
-      wgmma_wait<0>();
+      kl::wgmma_commit();
+      kl::wgmma_wait<0>();
     }
     __syncthreads();  // both groups are done with this stage before the next cp.async overwrites it
   }

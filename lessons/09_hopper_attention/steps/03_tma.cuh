@@ -6,8 +6,8 @@
 #pragma once
 #include <cstdint>
 
+#include "common/tma.cuh"
 #include "lessons/09_hopper_attention/steps/02_wgmma.cuh"
-#include "lessons/09_hopper_attention/tma.cuh"
 
 namespace lesson09 {
 
@@ -17,10 +17,20 @@ constexpr int kTmaStages = 3;
 // (one per stage, and one for Q).
 template <int D>
 struct TmaSmem {
-  static constexpr int kPanels = D / kPanelCols, kPanelBytes = 64 * kRowBytes, kTile = kPanels * kPanelBytes;
+  static constexpr int kPanels = D / kl::kPanelCols, kPanelBytes = 64 * kl::kRowBytes, kTile = kPanels * kPanelBytes;
   static constexpr int kQ = 0, kK = kQ + kWgmmaGroups * kTile, kV = kK + kTmaStages * kTile;
   static constexpr int kBars = kV + kTmaStages * kTile, kBytes = kBars + 8 * (kTmaStages + 1);
 };
+
+// A [heads_total, seq, dim] f16 tensor (Q, K or V of lesson 07's layout) as the copy engine sees it:
+// boxes of 64 rows x 64 columns (one swizzled panel, 8 KiB), rows past seq zero-filled.
+inline CUtensorMap head_tensor_map(const void* base, std::int64_t heads_total, int seq, int dim) {
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(dim), static_cast<cuuint64_t>(seq),
+                              static_cast<cuuint64_t>(heads_total)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(dim) * 2, static_cast<cuuint64_t>(seq) * dim * 2};
+  const cuuint32_t box[3] = {64, 64, 1};
+  return kl::tensor_map(CU_TENSOR_MAP_DATA_TYPE_FLOAT16, base, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
+}
 
 // The three tensors of one problem as the copy engine sees them ([B·H, S, D], 64 x 64 boxes).
 struct TmaMaps {
@@ -33,11 +43,11 @@ __device__ __forceinline__ void issue_kv_tile(unsigned char* smem, const TmaMaps
   using L = TmaSmem<D>;
   const int stage = t % kTmaStages;
   auto* bar = reinterpret_cast<std::uint64_t*>(smem + L::kBars) + stage;
-  mbarrier_arrive_expect_tx(bar, 2 * L::kTile);
+  kl::mbarrier_arrive_expect_tx(bar, 2 * L::kTile);
 #pragma unroll
   for (int p = 0; p < L::kPanels; ++p) {
-    tma_load_3d(smem + L::kK + stage * L::kTile + p * L::kPanelBytes, &maps.k, 64 * p, t * kBc, head, bar);
-    tma_load_3d(smem + L::kV + stage * L::kTile + p * L::kPanelBytes, &maps.v, 64 * p, t * kBc, head, bar);
+    kl::tma_load_3d(smem + L::kK + stage * L::kTile + p * L::kPanelBytes, &maps.k, 64 * p, t * kBc, head, bar);
+    kl::tma_load_3d(smem + L::kV + stage * L::kTile + p * L::kPanelBytes, &maps.v, 64 * p, t * kBc, head, bar);
   }
 }
 
@@ -59,17 +69,18 @@ __global__ void __launch_bounds__(kWgmmaGroups * 128, 1) flash_tma(Problem p, co
   const int head = static_cast<int>(head64);
   const int nk = lesson07::key_tiles(p, q0, kWgmmaBr);
   if (threadIdx.x == 0) {
-    for (int s = 0; s <= kTmaStages; ++s) mbarrier_init(full + s, 1);
-    mbarrier_init_fence();
-    mbarrier_arrive_expect_tx(q_full, kWgmmaGroups * L::kTile);
+    for (int s = 0; s <= kTmaStages; ++s) kl::mbarrier_init(full + s, 1);
+    kl::mbarrier_init_fence();
+    kl::mbarrier_arrive_expect_tx(q_full, kWgmmaGroups * L::kTile);
     for (int gr = 0; gr < kWgmmaGroups; ++gr)
       for (int pn = 0; pn < L::kPanels; ++pn)
-        tma_load_3d(smem + L::kQ + gr * L::kTile + pn * L::kPanelBytes, &maps.q, 64 * pn, q0 + 64 * gr, head, q_full);
+        kl::tma_load_3d(smem + L::kQ + gr * L::kTile + pn * L::kPanelBytes, &maps.q, 64 * pn, q0 + 64 * gr, head,
+                        q_full);
     for (int kt = 0; kt < kTmaStages && kt < nk; ++kt) issue_kv_tile<D>(smem, maps, kt, head);
   }
   __syncthreads();  // the barriers are initialised before anyone waits on them
   const unsigned char* qs = smem + L::kQ + group * L::kTile;
-  mbarrier_wait(q_full, 0);
+  kl::mbarrier_wait(q_full, 0);
 
   const int row = q0 + 64 * group + 16 * w + g, first_row = q0 + 64 * group;
   const float c = p.scale * kl::kLog2e;
@@ -77,21 +88,21 @@ __global__ void __launch_bounds__(kWgmmaGroups * 128, 1) flash_tma(Problem p, co
   float o[D / 2] = {};
   for (int kt = 0; kt < nk; ++kt) {
     const int k0 = kt * kBc, stage = kt % kTmaStages;
-    mbarrier_wait(full + stage, (kt / kTmaStages) % 2);
+    kl::mbarrier_wait(full + stage, (kt / kTmaStages) % 2);
     if (!kCausal || k0 <= first_row + 63) {
       float s[32];
-      wgmma_fence();
+      kl::wgmma_fence();
       scores_wgmma<D>(s, qs, smem + L::kK + stage * L::kTile);
-      wgmma_commit();
-      wgmma_wait<0>();
+      kl::wgmma_commit();
+      kl::wgmma_wait<0>();
       if (k0 + kBc > p.seq || (kCausal && k0 + kBc - 1 > first_row)) mask_scores_wgmma<kCausal>(s, k0, row, t, p.seq);
       online_softmax_wgmma<D>(s, m, l, o, c);
       std::uint32_t pa[kBc / 16][4];
       pack_p(pa, s);
-      wgmma_fence();
+      kl::wgmma_fence();
       accumulate_pv_wgmma<D>(o, pa, smem + L::kV + stage * L::kTile);
-      wgmma_commit();
-      wgmma_wait<0>();
+      kl::wgmma_commit();
+      kl::wgmma_wait<0>();
     }
     __syncthreads();  // both groups are done with this stage: it may be refilled
     if (threadIdx.x == 0 && kt + kTmaStages < nk) issue_kv_tile<D>(smem, maps, kt + kTmaStages, head);

@@ -43,13 +43,13 @@ __device__ __forceinline__ void produce(unsigned char* smem, const TmaMaps& maps
   using L = WsSmem<D>;
   auto* full = reinterpret_cast<std::uint64_t*>(smem + L::kBars);
   auto* empty = reinterpret_cast<std::uint64_t*>(smem + L::kEmpty);
-  mbarrier_arrive_expect_tx(full + kTmaStages, kWgmmaGroups * L::kTile);
+  kl::mbarrier_arrive_expect_tx(full + kTmaStages, kWgmmaGroups * L::kTile);
   for (int gr = 0; gr < kWgmmaGroups; ++gr)
     for (int pn = 0; pn < L::kPanels; ++pn)
-      tma_load_3d(smem + L::kQ + gr * L::kTile + pn * L::kPanelBytes, &maps.q, 64 * pn, q0 + 64 * gr, head,
-                  full + kTmaStages);
+      kl::tma_load_3d(smem + L::kQ + gr * L::kTile + pn * L::kPanelBytes, &maps.q, 64 * pn, q0 + 64 * gr, head,
+                      full + kTmaStages);
   for (int t = 0; t < nk; ++t) {
-    mbarrier_wait(empty + t % kTmaStages, (t / kTmaStages + 1) % 2);
+    kl::mbarrier_wait(empty + t % kTmaStages, (t / kTmaStages + 1) % 2);
     issue_kv_tile<D>(smem, maps, t, head);
   }
 }
@@ -70,9 +70,9 @@ __global__ void __launch_bounds__(kWsThreads, 1) flash_ws(Problem p, const __gri
   const int head = static_cast<int>(head64);
   const int nk = lesson07::key_tiles(p, q0, kWgmmaBr);
   if (threadIdx.x == 0) {
-    for (int s = 0; s <= kTmaStages; ++s) mbarrier_init(full + s, 1);
-    for (int s = 0; s < kTmaStages; ++s) mbarrier_init(empty + s, kWgmmaGroups * 128);
-    mbarrier_init_fence();
+    for (int s = 0; s <= kTmaStages; ++s) kl::mbarrier_init(full + s, 1);
+    for (int s = 0; s < kTmaStages; ++s) kl::mbarrier_init(empty + s, kWgmmaGroups * 128);
+    kl::mbarrier_init_fence();
   }
   __syncthreads();  // the barriers are initialised before anyone uses them
   if (threadIdx.x < 128) {
@@ -84,30 +84,30 @@ __global__ void __launch_bounds__(kWsThreads, 1) flash_ws(Problem p, const __gri
   const int group = threadIdx.x / 128 - 1, w = threadIdx.x / 32 % 4, lane = threadIdx.x % 32, g = lane / 4,
             t = lane % 4;
   const unsigned char* qs = smem + L::kQ + group * L::kTile;
-  mbarrier_wait(full + kTmaStages, 0);
+  kl::mbarrier_wait(full + kTmaStages, 0);
   const int row = q0 + 64 * group + 16 * w + g, first_row = q0 + 64 * group;
   const float c = p.scale * kl::kLog2e;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0, 0};
   float o[D / 2] = {};
   for (int kt = 0; kt < nk; ++kt) {
     const int k0 = kt * kBc, stage = kt % kTmaStages;
-    mbarrier_wait(full + stage, (kt / kTmaStages) % 2);
+    kl::mbarrier_wait(full + stage, (kt / kTmaStages) % 2);
     if (!kCausal || k0 <= first_row + 63) {
       float s[32];
-      wgmma_fence();
+      kl::wgmma_fence();
       scores_wgmma<D>(s, qs, smem + L::kK + stage * L::kTile);
-      wgmma_commit();
-      wgmma_wait<0>();
+      kl::wgmma_commit();
+      kl::wgmma_wait<0>();
       if (k0 + kBc > p.seq || (kCausal && k0 + kBc - 1 > first_row)) mask_scores_wgmma<kCausal>(s, k0, row, t, p.seq);
       online_softmax_wgmma<D>(s, m, l, o, c);
       std::uint32_t pa[kBc / 16][4];
       pack_p(pa, s);
-      wgmma_fence();
+      kl::wgmma_fence();
       accumulate_pv_wgmma<D>(o, pa, smem + L::kV + stage * L::kTile);
-      wgmma_commit();
-      wgmma_wait<0>();
+      kl::wgmma_commit();
+      kl::wgmma_wait<0>();
     }
-    mbarrier_arrive(empty + stage);
+    kl::mbarrier_arrive(empty + stage);
   }
   store_output_wgmma<D>(p.o + head64 * p.seq * D, o, l, row, t, p.seq);
 }

@@ -63,9 +63,9 @@ __global__ void __launch_bounds__(kWsThreads, 1) flash_overlap(Problem p, const 
   const int head = static_cast<int>(head64);
   const int nk = lesson07::key_tiles(p, q0, kWgmmaBr);
   if (threadIdx.x == 0) {
-    for (int s = 0; s <= kTmaStages; ++s) mbarrier_init(full + s, 1);
-    for (int s = 0; s < kTmaStages; ++s) mbarrier_init(empty + s, kWgmmaGroups * 128);
-    mbarrier_init_fence();
+    for (int s = 0; s <= kTmaStages; ++s) kl::mbarrier_init(full + s, 1);
+    for (int s = 0; s < kTmaStages; ++s) kl::mbarrier_init(empty + s, kWgmmaGroups * 128);
+    kl::mbarrier_init_fence();
   }
   __syncthreads();
   if (threadIdx.x < 128) {
@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) flash_overlap(Problem p, const 
   const int group = threadIdx.x / 128 - 1, w = threadIdx.x / 32 % 4, lane = threadIdx.x % 32, g = lane / 4,
             t = lane % 4;
   const unsigned char* qs = smem + L::kQ + group * L::kTile;
-  mbarrier_wait(full + kTmaStages, 0);
+  kl::mbarrier_wait(full + kTmaStages, 0);
   const int row = q0 + 64 * group + 16 * w + g, first_row = q0 + 64 * group;
   // This group's key tiles: all of them, or up to its own diagonal when causal (then it only releases the rest).
   const int mine = kCausal ? min(nk, (first_row + 64 + kBc - 1) / kBc) : nk;
@@ -87,42 +87,42 @@ __global__ void __launch_bounds__(kWsThreads, 1) flash_overlap(Problem p, const 
   std::uint32_t pa[kBc / 16][4];
   auto needs_mask = [&](int k0) { return k0 + kBc > p.seq || (kCausal && k0 + kBc - 1 > first_row); };
 
-  mbarrier_wait(full, 0);  // tile 0: S, softmax (O is still zero: no rescale)
+  kl::mbarrier_wait(full, 0);  // tile 0: S, softmax (O is still zero: no rescale)
   {
     float s[32];
-    wgmma_fence();
+    kl::wgmma_fence();
     scores_wgmma<D>(s, qs, smem + L::kK);
-    wgmma_commit();
-    wgmma_wait<0>();
+    kl::wgmma_commit();
+    kl::wgmma_wait<0>();
     if (needs_mask(0)) mask_scores_wgmma<kCausal>(s, 0, row, t, p.seq);
     Softmax::apply(s, m, l, alpha, c);
     pack_p(pa, s);
   }
   for (int kt = 1; kt < mine; ++kt) {
     const int stage = kt % kTmaStages, prev = (kt - 1) % kTmaStages;
-    mbarrier_wait(full + stage, (kt / kTmaStages) % 2);
+    kl::mbarrier_wait(full + stage, (kt / kTmaStages) % 2);
     float s[32];
-    wgmma_fence();
+    kl::wgmma_fence();
     scores_wgmma<D>(s, qs, smem + L::kK + stage * L::kTile);  // S of tile kt ...
-    wgmma_commit();
+    kl::wgmma_commit();
     accumulate_pv_wgmma<D>(o, pa, smem + L::kV + prev * L::kTile);  // ... and P·V of tile kt - 1
-    wgmma_commit();
-    wgmma_wait<1>();  // S is ready; P·V may still run
+    kl::wgmma_commit();
+    kl::wgmma_wait<1>();  // S is ready; P·V may still run
     if (needs_mask(kt * kBc)) mask_scores_wgmma<kCausal>(s, kt * kBc, row, t, p.seq);
     Softmax::apply(s, m, l, alpha, c);
-    wgmma_wait<0>();  // P·V of tile kt - 1 is done: its stage is free, O may be rescaled
-    mbarrier_arrive(empty + prev);
+    kl::wgmma_wait<0>();  // P·V of tile kt - 1 is done: its stage is free, O may be rescaled
+    kl::mbarrier_arrive(empty + prev);
     rescale_o<D>(o, alpha);
     pack_p(pa, s);
   }
-  wgmma_fence();
+  kl::wgmma_fence();
   accumulate_pv_wgmma<D>(o, pa, smem + L::kV + (mine - 1) % kTmaStages * L::kTile);
-  wgmma_commit();
-  wgmma_wait<0>();
-  mbarrier_arrive(empty + (mine - 1) % kTmaStages);
+  kl::wgmma_commit();
+  kl::wgmma_wait<0>();
+  kl::mbarrier_arrive(empty + (mine - 1) % kTmaStages);
   for (int kt = mine; kt < nk; ++kt) {  // tiles past this group's diagonal: only released
-    mbarrier_wait(full + kt % kTmaStages, (kt / kTmaStages) % 2);
-    mbarrier_arrive(empty + kt % kTmaStages);
+    kl::mbarrier_wait(full + kt % kTmaStages, (kt / kTmaStages) % 2);
+    kl::mbarrier_arrive(empty + kt % kTmaStages);
   }
   store_output_wgmma<D>(p.o + head64 * p.seq * D, o, l, row, t, p.seq);
 }

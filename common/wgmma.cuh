@@ -1,11 +1,11 @@
-// Lesson 09: the Hopper instructions the steps use, as thin PTX wrappers. wgmma is issued by a
-// warpgroup (4 consecutive warps, 128 threads) and reads its B operand, and A unless A comes from
-// registers, from shared memory through a 64-bit descriptor; the tiles there are in the 128-byte
-// swizzled layout that TMA also writes. Needs sm_90a: compiled only into the lesson09_hopper target.
+// wgmma, the Hopper warpgroup matrix multiply, as thin PTX wrappers. wgmma is issued by a warpgroup
+// (4 consecutive warps, 128 threads) and reads its B operand, and A unless A comes from registers,
+// from shared memory through a 64-bit descriptor; the tiles there are in the 128-byte swizzled layout
+// that TMA also writes. Needs sm_90a: compiled only into targets built for it (lessons 08 and 09).
 #pragma once
 #include <cstdint>
 
-namespace lesson09 {
+namespace kl {
 
 // A tile in shared memory is stored as panels of [rows][64 f16] = 128 bytes a row; within a panel
 // the 16-byte chunk c of row r sits at chunk c ^ (r % 8) (the 128-byte swizzle: the 8 rows of a
@@ -89,4 +89,4 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const std::u
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
 }
 
-}  // namespace lesson09
+}  // namespace kl

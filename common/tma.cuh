@@ -1,8 +1,8 @@
-// Lesson 09: the tensor memory accelerator (TMA) and the shared-memory barriers it completes on, as
-// thin PTX wrappers, and the host side that describes a tensor to it (a CUtensorMap). One thread
-// asks for a whole box of a tensor; the copy engine writes it to shared memory in the 128-byte
-// swizzled layout wgmma reads, fills rows outside the tensor with zeros, and counts the bytes it
-// delivered on an mbarrier that the consumers wait on. Device code needs sm_90.
+// The tensor memory accelerator (TMA) and the shared-memory barriers it completes on, as thin PTX
+// wrappers, and the host side that describes a tensor to it (a CUtensorMap). One thread asks for a
+// whole box of a tensor; the copy engine writes it to shared memory in the 128-byte swizzled layout
+// wgmma reads, fills rows outside the tensor with zeros, and counts the bytes it delivered on an
+// mbarrier that the consumers wait on. Device code needs sm_90. Used by lessons 08 and 09.
 #pragma once
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -12,7 +12,7 @@
 
 #include "common/check.cuh"
 
-namespace lesson09 {
+namespace kl {
 
 // ---- device ----------------------------------------------------------------------------------------
 
@@ -62,9 +62,11 @@ __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, i
 
 // ---- host ------------------------------------------------------------------------------------------
 
-// A [heads_total, seq, dim] f16 tensor (Q, K or V of lesson 07's layout) as the copy engine sees it:
-// boxes of 64 rows x 64 columns (one swizzled panel, 8 KiB), rows past seq zero-filled.
-inline CUtensorMap head_tensor_map(const void* base, std::int64_t heads_total, int seq, int dim) {
+// A tensor as the copy engine sees it: `rank` dimensions, innermost first (dims[0] elements of
+// `type` contiguous), the byte strides of dimensions 1 ... rank-1, and the box one request copies.
+// Elements outside the tensor read as zeros. Throws kl::NotSupported where the driver cannot.
+inline CUtensorMap tensor_map(CUtensorMapDataType type, const void* base, cuuint32_t rank, const cuuint64_t* dims,
+                              const cuuint64_t* strides, const cuuint32_t* box, CUtensorMapSwizzle swizzle) {
   static const auto encode = [] {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found{};
@@ -73,16 +75,13 @@ inline CUtensorMap head_tensor_map(const void* base, std::int64_t heads_total, i
     return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
   }();
   CUtensorMap map{};
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(dim), static_cast<cuuint64_t>(seq),
-                              static_cast<cuuint64_t>(heads_total)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(dim) * 2, static_cast<cuuint64_t>(seq) * dim * 2};
-  const cuuint32_t box[3] = {64, 64, 1}, element_strides[3] = {1, 1, 1};
-  const CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3, const_cast<void*>(base), dims, strides, box,
-                            element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                            CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
+  const CUresult r = encode(&map, type, rank, const_cast<void*>(base), dims, strides, box, element_strides,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     throw kl::NotSupported("cuTensorMapEncodeTiled refused the tensor (" + std::to_string(r) + ")");
   return map;
 }
 
-}  // namespace lesson09
+}  // namespace kl
