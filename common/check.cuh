@@ -19,6 +19,11 @@ struct NoDevice : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Thrown by a launcher whose step cannot run this shape or on this GPU; the driver shows the step as n/a.
+struct NotSupported : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 inline void cuda_check(cudaError_t err, const char* call, const char* file, int line) {
   if (err != cudaSuccess) {
     throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + call +

@@ -15,16 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "common/check.cuh"
 #include "common/cli.hpp"
 #include "common/report.hpp"
 #include "common/timing.cuh"
 
 namespace kl {
-
-// Thrown by a launcher whose step cannot run this shape or on this GPU; the step is shown as n/a.
-struct NotSupported : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 // One entry of a lesson's step table. `Launch` is the lesson's launcher type.
 template <class Launch>
