@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/buffer.cuh"
+#include "common/cublas.cuh"
 #include "common/ladder.hpp"
 #include "common/random.hpp"
 #include "common/timing.cuh"
@@ -59,10 +60,7 @@ __global__ void mask_upper(__half* s, int seq) {
   for (int j = i + 1 + threadIdx.x; j < seq; j += blockDim.x) s[row * seq + j] = __float2half(-INFINITY);
 }
 
-inline void cublas_check(cublasStatus_t st, const char* call) {
-  if (st != CUBLAS_STATUS_SUCCESS)
-    throw std::runtime_error(std::string(call) + " failed: cuBLAS status " + std::to_string(st));
-}
+using kl::cublas_check;
 
 // S = scale·Q·Kᵀ (f16, f32 accumulation), P = softmax(S) by lesson 04's dispatcher, O = P·V. cuBLAS
 // is column-major: a row-major X is its transpose, so S (row-major) is computed as Sᵀ = K·Qᵀ.
@@ -104,24 +102,8 @@ inline void launch_library(const Problem& p, Workspace& ws, cudaStream_t s) {
 
 // ---- the tensor-core limit ------------------------------------------------------------------------------
 
-// A cuBLAS f16 GEMM (f32 accumulation, as the steps use) of 8192³, median of 10 after 3 warm-ups,
-// in TFLOP/s.
-inline double measure_tensor_tflops() {
-  const int n = 8192;
-  kl::DeviceBuffer<__half> a(static_cast<std::size_t>(n) * n), b(a.size()), c(a.size());
-  CUDA_CHECK(cudaMemset(a.data(), 0, a.size() * 2));
-  CUDA_CHECK(cudaMemset(b.data(), 0, b.size() * 2));
-  cublasHandle_t h;
-  cublas_check(cublasCreate(&h), "cublasCreate");
-  const float one = 1.f, zero = 0.f;
-  const double ms = kl::median_ms(3, 10, [&] {
-    cublas_check(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a.data(), CUDA_R_16F, n, b.data(), CUDA_R_16F,
-                              n, &zero, c.data(), CUDA_R_16F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-                 "cublasGemmEx");
-  });
-  cublasDestroy(h);
-  return 2.0 * n * n * static_cast<double>(n) / (ms * 1e-3) / 1e12;
-}
+// A cuBLAS f16 GEMM of 8192³ in this run (common/cublas.cuh).
+using kl::measure_tensor_tflops;
 
 // The driver's measure_limits hook: the flash part's limit, and how errors are measured.
 inline void measure_limits(kl::Limits& limits, const kl::DeviceInfo&) {
