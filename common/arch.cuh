@@ -47,4 +47,23 @@ std::string arch_missing(Kernel* kernel, int needs) {
   return "";
 }
 
+// The reason arch-specific code (sm_90a: wgmma, setmaxnreg) cannot run here ("" when it can): `probe`
+// is a kernel of a target compiled for that architecture alone (SASS, no PTX), which the CUDA runtime
+// finds only on a GPU of exactly that architecture. `arch` ("sm_90a") and `what` ("wgmma and
+// setmaxnreg") word the answer.
+template <class Kernel>
+std::string arch_specific_missing(Kernel* probe, const char* arch, const char* what) {
+  int dev = 0, major = 0, minor = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  cudaFuncAttributes attributes{};
+  const cudaError_t e = cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(probe));
+  if (e == cudaSuccess) return "";
+  if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction) CUDA_CHECK(e);
+  (void)cudaGetLastError();  // the failed look-up is the answer, not an error of the run
+  return std::string("needs ") + arch + " (this GPU is sm_" + std::to_string(major * 10 + minor) + "; " + what +
+         " are compiled for " + arch + " alone and run on that architecture only)";
+}
+
 }  // namespace kl

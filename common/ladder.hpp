@@ -94,6 +94,7 @@ struct Context {
   bool check = true;
   int reps = 30;
   double slow_ms = 20.0;  // a step slower than this is timed 3 times
+  double warmup_ms = 0;   // each step runs this long before it is timed (TimingOptions::warmup_ms)
 };
 
 template <class Launch, class Shape>
@@ -106,6 +107,7 @@ struct Lesson {
   const char* sweep_help = "";                // what --sweep runs
   const char* notes = "";                     // --help text after the options
   double slow_ms = 20.0;
+  double warmup_ms = 0;  // see TimingOptions::warmup_ms: compute-bound lessons set it
   // The shapes of this run from the options (one shape, or the sweep's when args.sweep); throws
   // UsageError for a bad combination. Runs before any GPU work.
   std::function<std::vector<Shape>(const Args&)> shapes;
@@ -161,7 +163,7 @@ Measured measure_steps(Context<Launch>& cx, const std::vector<int>& which, const
     row.name = st.name;
     row.library = st.library;
     record_check(row, cx.check, t.error, t.tolerance);
-    time_if_ok(cx.timer, row, launch, TimingOptions{cx.reps, cx.slow_ms});
+    time_if_ok(cx.timer, row, launch, TimingOptions{cx.reps, cx.slow_ms, 0.1, cx.warmup_ms});
     m.rows.push_back(row);
   }
   return m;
@@ -308,7 +310,7 @@ int ladder_main(const Lesson<Launch, Shape>& l, int argc, char** argv) {
   if (l.measure_limits) l.measure_limits(limits, dev);
 
   Timer timer(dev);
-  Context<Launch> cx{l.steps, chosen, args, dev, limits, timer, check, reps, l.slow_ms};
+  Context<Launch> cx{l.steps, chosen, args, dev, limits, timer, check, reps, l.slow_ms, l.warmup_ms};
   std::vector<Row> all;
   for (const auto& sh : shapes) {
     const std::vector<Row> rows = l.run(sh, cx);

@@ -55,6 +55,15 @@ __device__ __forceinline__ void mma_16816(float (&c)[4], const std::uint32_t (&a
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// The same with bf16 inputs (8 exponent bits, 7 mantissa bits), fragments laid out as above.
+__device__ __forceinline__ void mma_16816_bf16(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0,
+                                               std::uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
 // ---- ldmatrix: four 8x8 f16 matrices from shared memory into mma fragments --------------------------
 // Lane l gives the address of row l % 8 of matrix l / 8 and receives, of each matrix, row l / 4,
 // columns 2(l % 4)..+1 (.trans: column l / 4, rows 2(l % 4)..+1).

@@ -53,6 +53,10 @@ struct TimingOptions {
   int reps = 30;                // repetitions for a step
   double slow_ms = 200.0;       // a step slower than this gets only 3 repetitions
   double graph_below_ms = 0.1;  // a step faster than this is timed by graph replay
+  // Runs the step back to back for this long before timing it: a GPU at its power limit lowers its
+  // clock within tens of milliseconds, so a tensor-core step timed cold, or just after another one,
+  // would be measured at another clock than its own sustained one. 0: no such warm-up.
+  double warmup_ms = 0.0;
 };
 
 struct Timing {
@@ -84,6 +88,7 @@ class Timer {
   // and let libraries allocate their workspace.
   template <class Launch>
   Timing time(Launch&& launch, const TimingOptions& opt) {
+    if (opt.warmup_ms > 0) warm_up(launch, opt.warmup_ms);
     const double first = once([&] { launch(stream_); });
     Timing t;
     t.graph = first < opt.graph_below_ms;
@@ -108,6 +113,21 @@ class Timer {
   }
 
  private:
+  // Launches the step until `ms` of GPU time have passed, in batches of 8 between waits.
+  template <class Launch>
+  void warm_up(Launch&& launch, double ms) {
+    float spent = 0.f;
+    while (spent < ms) {
+      CUDA_CHECK(cudaEventRecord(start_, stream_));
+      for (int i = 0; i < 8; ++i) launch(stream_);
+      CUDA_CHECK(cudaEventRecord(stop_, stream_));
+      CUDA_CHECK(cudaEventSynchronize(stop_));
+      float batch = 0.f;
+      CUDA_CHECK(cudaEventElapsedTime(&batch, start_, stop_));
+      spent += batch;
+    }
+  }
+
   template <class Enqueue>
   double once(Enqueue&& enqueue) {
     const std::size_t n = flush_.size();
