@@ -18,11 +18,17 @@ NUMBERS = ("ms_median", "ms_min", "ms_max", "gbps", "tflops", "pct_of_limit", "m
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def not_available(row):
+    """A row that says why something could not run at all (name "n/a: mlx not installed", written by
+    scripts/frameworks.py): not a measurement, and not a FAILED step either."""
+    return (row.get("name") or "").startswith("n/a")
+
+
 def read_rows(path, gpu=None):
     """Rows as dicts; numeric fields become floats (NaN where empty: a FAILED step has no time).
-    Only one GPU's rows: see one_gpu()."""
+    Rows that say n/a (not_available) are left out. Only one GPU's rows: see one_gpu()."""
     with open(path, newline="") as f:
-        rows = list(csv.DictReader(f))
+        rows = [r for r in csv.DictReader(f) if not not_available(r)]
     for r in rows:
         for k in NUMBERS:
             r[k] = float(r[k]) if r.get(k) not in (None, "") else math.nan

@@ -44,8 +44,8 @@ def lessons(out_dir):
 
 Standing = collections.namedtuple("Standing", "best first lib pytorch failed problem")
 Standing.__doc__ = """Where a lesson stands at one shape and dtype: its best step (the fastest of the ladder's
-numbered steps that passed its check), step 1, the library and PyTorch rows (each None where absent or
-failed), the names of the steps that failed there, and `problem` (a sentence, with best None) where no
+numbered steps that passed its check), step 1, the library row and PyTorch's row (best_pytorch; each None
+where absent or failed), the names of the steps that failed there, and `problem` (a sentence, with best None) where no
 step can be named."""
 
 
@@ -61,8 +61,20 @@ def standing(rows, shape, dtype):
     if not ours:
         return Standing(None, None, None, None, failed, f"no step passed its check at {shape} {dtype}")
     first_of = lambda step: next((r for r in ok if r["step"] == step), None)  # noqa: E731
-    return Standing(min(ours, key=lambda r: r["ms_median"]), first_of("1"), first_of("lib"), first_of("pytorch"),
+    return Standing(min(ours, key=lambda r: r["ms_median"]), first_of("1"), first_of("lib"), best_pytorch(ok),
                     failed, None)
+
+
+def best_pytorch(rows):
+    """PyTorch's row among `rows` (all passed, one shape and dtype): the `pytorch` row, PyTorch's equivalent
+    of the lesson's problem, where there is one; else the fastest `pytorch_*` row, where PyTorch offers the
+    problem through several backends (lessons 07 and 09: SDPA's FLASH, CUDNN, EFFICIENT, MATH); else None.
+    (A `pytorch_*` row beside a `pytorch` row is another problem, e.g. lesson 05's torch.topk alone.)"""
+    plain = next((r for r in rows if r["step"] == "pytorch"), None)
+    if plain is not None:
+        return plain
+    backends = [r for r in rows if r["step"].startswith("pytorch_")]
+    return min(backends, key=lambda r: r["ms_median"]) if backends else None
 
 
 def rate(row):

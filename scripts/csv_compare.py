@@ -19,7 +19,7 @@ def index(rows, skip=("copy", "pytorch")):
     `rows` are csv.DictReader's (strings) or klplot.read_rows' (floats, NaN: FAILED)."""
     out = {}
     for r in rows:
-        if r["step"] in skip:
+        if r["step"] in skip or (r.get("name") or "").startswith("n/a"):  # n/a: could not run (frameworks.py)
             continue
         key = (r["lesson"], r["step"], r["name"], r["dtype"], r["shape"])
         ms = float(r["ms_median"]) if r["ms_median"] not in ("", None) else None

@@ -87,7 +87,7 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
     local n tmp=$logs/pytorch_csv
     mkdir -p "$tmp"
     for n in $lessons; do cp "$dir/lesson$n.csv" "$tmp/"; done
-    python3 scripts/torch_baselines.py "$tmp" && cp "$tmp"/lesson*.csv "$dir/"
+    python3 scripts/torch_baselines.py "$tmp" && python3 scripts/frameworks.py "$tmp" && cp "$tmp"/lesson*.csv "$dir/"
   }
   stage pytorch torch_rows
 else

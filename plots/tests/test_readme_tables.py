@@ -130,13 +130,14 @@ class Ladder(unittest.TestCase):
 
     def test_default_dtype_and_missing_rows(self):
         """Lesson 05 compares f32 with f32 (its default) and has no library row: "–"; lesson 07 runs f16
-        and has no PyTorch row at its default shape; lesson 06 shows TFLOP/s."""
+        and names its fastest SDPA backend (it has no plain `pytorch` row); lesson 06 shows TFLOP/s."""
         rows = self.rows()
         self.assertIn("| `RxVxK=4096x50257x10` f32 | 4 `warp_select` | 0.0974 | 8460 GB/s | 282.0% | 34 | – | – | "
                       "3.57 (`torch.topk(softmax)`) | 37 |", rows["05 fused softmax + top-K"])
         self.assertTrue(rows["07 the WMMA attention tile, grown into a flash-attention forward"].endswith(
             "| `B=65536` f16 | 4 `tile_registers` | 0.04544 | 2954 GB/s | 100.5% | 2.5 | "
-            "0.4337 (`cublas_softmax_cublas`) | 9.5 | – | – |"))
+            "0.4337 (`cublas_softmax_cublas`) | 9.5 | 0.6895 (`sdpa EFFICIENT_ATTENTION`) | 15 |"))
+        self.assertIn("| 2.525 (`sdpa CUDNN_ATTENTION`) |", rows["09 Hopper attention: TMA, wgmma and warp specialisation"])
         self.assertIn("| 46.9 TFLOP/s |", rows["06 tiled SGEMM with double buffering and a fused epilogue"])
 
     def test_agrees_with_summary(self):
@@ -502,6 +503,18 @@ class Standing(unittest.TestCase):
         s = summary.standing(rows, "n=1", "f32")
         self.assertEqual((s.best["step"], s.first["ms_median"], s.lib["ms_median"], s.pytorch, s.failed, s.problem),
                          ("2", 4.0, 0.5, None, ["s3", "spytorch"], None))
+
+    def test_pytorch_row_else_fastest_backend(self):
+        """The `pytorch` row is PyTorch's equivalent of the problem; without it, the fastest `pytorch_*`
+        backend that passed; a `pytorch_*` row beside a `pytorch` row (another problem) is not taken."""
+        import summary
+        nan = float("nan")
+        backends = [self.row("1", 1.0), self.row("pytorch_flash", 3.0), self.row("pytorch_cudnn", 2.0),
+                    self.row("pytorch_math", nan), self.row("pytorch_cudnn", 0.5, shape="n=2")]
+        self.assertEqual(summary.standing(backends, "n=1", "f32").pytorch["step"], "pytorch_cudnn")
+        both = [self.row("1", 1.0), self.row("pytorch", 3.0), self.row("pytorch_topk", 2.0)]
+        self.assertEqual(summary.standing(both, "n=1", "f32").pytorch["step"], "pytorch")
+        self.assertIsNone(summary.standing([self.row("1", 1.0), self.row("pytorch_math", nan)], "n=1", "f32").pytorch)
 
     def test_no_rows_or_no_passing_step(self):
         import summary
