@@ -39,9 +39,9 @@ def _order(row):
     return (1, REFERENCES.index(step), row["name"]) if step in REFERENCES else (0, int(step), row["name"])
 
 
-def steps_figure(rows, path, shape=DEFAULT_SHAPE):
+def steps_figure(rows, path, shape=DEFAULT_SHAPE, title="Lesson 06: SGEMM", peak_label="FP32 peak"):
     """One bar per step at `shape` (library and PyTorch in grey, FAILED labelled), cuBLAS dashed,
-    the FP32 peak dotted."""
+    the peak dotted (lesson 08 draws its own with another title and peak)."""
     at = sorted([r for r in _rows(rows) if r["shape"] == shape], key=_order)
     if not at:
         return None
@@ -55,13 +55,13 @@ def steps_figure(rows, path, shape=DEFAULT_SHAPE):
     if cublas:
         ax.axhline(cublas["tflops"], color="tab:green", linestyle="--", label=f"cuBLAS {cublas['tflops']:.1f} TFLOP/s")
     if not math.isnan(peak):
-        ax.axhline(peak, color="tab:red", linestyle=":", label=f"FP32 peak {peak:.1f} TFLOP/s")
+        ax.axhline(peak, color="tab:red", linestyle=":", label=f"{peak_label} {peak:.1f} TFLOP/s")
     ax.legend(loc="upper left", fontsize=8)
     ax.set_ylim(0, max(values + [0 if math.isnan(peak) else peak]) * 1.12)
     ax.set_xticks(range(len(at)), [f'{r["step"]}: {r["name"]}' for r in at], rotation=25, ha="right", fontsize=7)
     ax.set_ylabel("TFLOP/s (2MNK / time)")
     m, n, k = dims(shape)
-    ax.set_title(f"Lesson 06: SGEMM {m}x{n}x{k}, {at[0]['gpu']}")
+    ax.set_title(f"{title} {m}x{n}x{k}, {at[0]['gpu']}")
     return klplot.save(fig, path)
 
 

@@ -118,9 +118,10 @@ if __name__ == "__main__":
     print(f"PyTorch {torch.__version__} on {gpu}")
     reductions(sys.argv[1], gpu)
     softmax(sys.argv[1], gpu)
-    # Lessons 05-07 and 09 keep their PyTorch equivalents in a module beside this file, run where the
+    # Lessons 05-09 keep their PyTorch equivalents in a module beside this file, run where the
     # lesson's CSV exists.
     for lesson, module, function in (("05", "torch_topk", "topk"), ("06", "torch_gemm", "gemm"),
-                                     ("07", "torch_attention", "attention"), ("09", "torch_attention", "hopper")):
+                                     ("07", "torch_attention", "attention"), ("08", "torch_gemm", "hopper_gemm"),
+                                     ("09", "torch_attention", "hopper")):
         if os.path.exists(os.path.join(sys.argv[1], f"lesson{lesson}.csv")):
             getattr(importlib.import_module(module), function)(sys.argv[1], gpu, time_ms, append, copy_gbps)

@@ -57,3 +57,60 @@ def gemm(out_dir, gpu, time_ms, append, copy_gbps):
             print(f"{label} {shape}: {med:.4f} ms, {tflops:.1f} TFLOP/s, max error {err:.2e}")
         del a, b
     append(path, rows)
+
+
+# Lesson 08 (bf16 D = act(A B + bias), f32 accumulation): torch.mm and gelu(addmm), at the shapes of
+# `lesson08 --sweep`, appended to RESULTS_DIR/lesson08.csv. Like the lesson's steps, each runs back to
+# back for 0.5 s before it is timed (the clock a GPU at its power limit sustains). Checked first with
+# the lesson's metric, max |d - ref| / (|ref| + 1) against float64.
+HOPPER_SWEEP = ([(s, s, s, False) for s in (512, 1024, 2048, 4096, 6144, 8192, 12288, 16384)] +
+                [(8192, 8192, 8192, True)] + [(8192, n, k, False) for n, k in
+                                              ((4096, 4096), (14336, 4096), (4096, 14336), (128256, 4096))])
+
+
+def _warm(fn, seconds=0.5):
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    spent = 0.0
+    while spent < seconds * 1e3:
+        start.record()
+        for _ in range(8):
+            fn()
+        stop.record()
+        stop.synchronize()
+        spent += start.elapsed_time(stop)
+
+
+def _hopper_error(got, a, b, bias, act):
+    ref = a.double() @ b.double()
+    if bias is not None:
+        ref += bias.double()
+    if act:
+        ref = torch.nn.functional.gelu(ref, approximate="tanh")
+    return ((got.double() - ref).abs() / (ref.abs() + 1)).max().item()
+
+
+def hopper_gemm(out_dir, gpu, time_ms, append, copy_gbps):
+    path = os.path.join(out_dir, "lesson08.csv")
+    if not os.path.exists(path):
+        return
+    peak = _peak(path)
+    dev = torch.device("cuda")
+    for m, n, k, epilogue in HOPPER_SWEEP:
+        a = (torch.rand(m, k, device=dev) * 2 - 1).to(torch.bfloat16)
+        b = (torch.rand(k, n, device=dev) * 2 - 1).to(torch.bfloat16)
+        bias = (torch.rand(n, device=dev) * 2 - 1).to(torch.bfloat16) if epilogue else None
+        shape = f"MxNxK={m}x{n}x{k}" + (";bias;gelu_tanh" if epilogue else "")
+        if epilogue:
+            step, label = "pytorch_epilogue", "torch.addmm+gelu_tanh"
+            fn = lambda: torch.nn.functional.gelu(torch.addmm(bias, a, b), approximate="tanh")  # noqa: E731
+        else:
+            step, label, fn = "pytorch", "torch.mm", lambda: torch.mm(a, b)
+        err = _hopper_error(fn(), a, b, bias, epilogue)
+        _warm(fn)
+        med, lo, hi = time_ms(fn)
+        tflops = 2 * m * n * k / (med * 1e-3) / 1e12
+        append(path, [["08", step, label, "bf16", shape, f"{med:.6g}", f"{lo:.6g}", f"{hi:.6g}", "", f"{tflops:.6g}",
+                       f"{100 * tflops / peak:.6g}", f"{err:.6g}", gpu]])
+        print(f"{label} {shape}: {med:.4f} ms, {tflops:.1f} TFLOP/s, max error {err:.2e}")
+        del a, b
+        torch.cuda.empty_cache()
