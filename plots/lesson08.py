@@ -76,7 +76,8 @@ def sweep_figure(rows, path):
         for x, (_, ours, lib) in zip(xs, odd):
             bx.text(x, max(ours["tflops"], lib["tflops"]) + 5, f"{ours['tflops'] / lib['tflops']:.2f}x\nstep {ours['step']}",
                     ha="center", fontsize=7)
-        bx.set_xticks(list(xs), [o[0].split("=")[1].replace(";", "\n") for o in odd], fontsize=7)
+        bx.set_xticks(list(xs), [o[0].split("=")[1].replace(";", "\n") for o in odd], fontsize=7, rotation=20)
+        bx.set_ylim(0, max(max(o[1]["tflops"], o[2]["tflops"]) for o in odd) * 1.18)
         bx.set_ylabel("TFLOP/s")
         bx.legend(fontsize=7, loc="lower right")
         bx.set_title("M = 8192 shapes of a language model, and the fused epilogue")

@@ -28,7 +28,7 @@ TERMS = [
     "dispatcher", "register", "global memory", "HBM", "L2", "coalescing", "vector load", "bandwidth",
     "latency", "Little's law", "ILP", "occupancy", "shared memory", "bank conflict", "wavefront", "swizzle",
     "cp.async", "TMA", "mbarrier", "FMA", "SFU", "bf16", "tensor core", "WMMA", "mma.sync", "ldmatrix",
-    "warpgroup", "wgmma", "atomic", "warp shuffle", "reduction tree", "grid-stride loop", "online softmax",
+    "warpgroup", "wgmma", "TMA multicast", "persistent kernel", "power limit", "atomic", "warp shuffle", "reduction tree", "grid-stride loop", "online softmax",
     "top-K", "bitonic sort", "split-K", "warp specialisation", "setmaxnreg", "epilogue", "GELU",
     "Kahan summation", "memory fence", "quad", "roofline", "TFLOP/s", "L2 flush", "CUDA graph",
     "issue slot", "long scoreboard", "short scoreboard", "MIO throttle", "PTX", "SASS", "JIT",

@@ -131,32 +131,45 @@ def dimension(shape, dim):
 
 def sweep(rows, shapes, columns, dtypes, label=None):
     """One row per shape (ordered by its `label` dimension when given), one column per dtype and
-    column: a step label's GB/s (TFLOP/s for a compute-bound lesson) at that shape, or `best`: the
-    fastest numbered step that is not itself a column, as 'step: rate'. '–' where a step has no row."""
+    column: a step's GB/s (TFLOP/s for a compute-bound lesson) at that shape, the step given as a label or
+    as LABEL/NAME (lib/cublas) where several rows share the label; `best`: the fastest numbered step that
+    is not itself a column, as 'step: rate'; `best:REF` (best:lib/cublas): the fastest numbered step of all
+    and its speed over REF's at that shape, as 'step: ratio×'. '–' where a step has no row."""
     rows = [r for r in klplot.latest(rows) if r["step"] != "copy" and r["dtype"] in dtypes]
     rate, unit = ("gbps", "GB/s") if any(not math.isnan(r["gbps"]) for r in rows) else ("tflops", "TFLOP/s")
     if label:
         shapes = sorted(shapes, key=lambda s: float(dimension(s, label).split(";")[0]))
     names = {}
     for c in columns:
-        if c != "best":
-            named = sorted({r["name"] for r in rows if r["step"] == c})
-            if len(named) > 1:
-                raise MarkerError(f"step {c} has rows named {', '.join(named)}: a sweep column is one row a shape")
-            names[c] = named[0] if named else c
-    out = ["| " + " | ".join([label or "shape"] + [f"{d} {names.get(c, c)} {unit}" for d in dtypes for c in columns])
-           + " |", "|---|" + "---:|" * (len(dtypes) * len(columns))]
+        if c == "best":
+            continue
+        if c.startswith("best:"):
+            names[c] = f"best ÷ {c[len('best:'):].split('/')[-1]}"
+            continue
+        named = sorted({r["name"] for r in rows if step_matches(c, r)})
+        if len(named) > 1:
+            raise MarkerError(f"step {c} has rows named {', '.join(named)}: a sweep column is one row a shape "
+                              f"(name one: {c}/NAME)")
+        names[c] = named[0] if named else c
+    head = [f"{d} {names.get(c, c)}" + ("" if c.startswith("best:") else f" {unit}") for d in dtypes for c in columns]
+    out = ["| " + " | ".join([label or "shape"] + head) + " |", "|---|" + "---:|" * (len(dtypes) * len(columns))]
     for shape in shapes:
         cells = [dimension(shape, label) if label else shape]
         for d in dtypes:
             at = [r for r in rows if r["shape"] == shape and r["dtype"] == d]
             for c in columns:
-                if c == "best":
-                    ours = [r for r in at if r["step"].isdigit() and r["step"] not in columns and not klplot.failed(r)]
+                if c == "best" or c.startswith("best:"):
+                    skip = columns if c == "best" else ()
+                    ours = [r for r in at if r["step"].isdigit() and r["step"] not in skip and not klplot.failed(r)]
                     best = min(ours, key=lambda r: r["ms_median"], default=None)
-                    cells.append(f"{best['step']}: {best[rate]:.4g}" if best else "–")
+                    ref = next((r for r in at if step_matches(c[len("best:"):], r) and not klplot.failed(r)), None)
+                    if c == "best":
+                        cells.append(f"{best['step']}: {best[rate]:.4g}" if best else "–")
+                    else:
+                        cells.append(f"{best['step']}: {ref['ms_median'] / best['ms_median']:.2f}×" if best and ref
+                                     else "–")
                     continue
-                r = next((r for r in at if r["step"] == c), None)
+                r = next((r for r in at if step_matches(c, r)), None)
                 cells.append("–" if r is None else "FAILED" if klplot.failed(r) else f"{r[rate]:.4g}")
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)

@@ -386,6 +386,12 @@ class Sweep(unittest.TestCase):
                       "| 16 | 125 | 1: 133.3 | 200 | FAILED | 2: 200 | – |\n<!-- /table -->\nafter\n", out)
         self.assertEqual(self.check(), (0, ""))
 
+    def test_named_column_and_best_over_a_reference(self):
+        self.CSV = "plots/tests/sample/lesson06.csv"
+        out = self.fill("MxNxK=4096x4096x4096 sweep=6,lib/cublas,best:lib/cublas")
+        self.assertRegex(out, r"\| shape \| f32 warp_tiled TFLOP/s \| f32 cublas TFLOP/s \| f32 best ÷ cublas \|\n"
+                              r"\|---\|---:\|---:\|---:\|\n\| MxNxK=4096x4096x4096 \| [0-9.]+ \| [0-9.]+ \| \d: [0-9.]+× \|")
+
     def test_shapes_in_csv_order_without_label_and_prefixes(self):
         out = self.fill("MxK=8*,MxK=2* dtype=f16 sweep=1,best")
         self.assertIn("| shape | f16 first GB/s | f16 best GB/s |\n|---|---:|---:|\n| MxK=8x4 | 66.67 | 2: 133.3 |\n"
@@ -408,7 +414,8 @@ class Sweep(unittest.TestCase):
     def test_errors(self):
         self.assertIn("MxK=8x4 has no dimension N", self.errors(self.CSV, "MxK=* dtype=f32 sweep=3 label=N"))
         self.assertIn("has no f32 row at n=*", self.errors(self.CSV, "n=* dtype=f32 sweep=3"))
-        self.assertIn("step lib has rows named cublas, cublas+epilogue[bias n gelu_tanh]",
+        self.assertIn("step lib has rows named cublas, cublas+epilogue[bias n gelu_tanh]: a sweep column is one row a "
+                      "shape (name one: lib/NAME)",
                       self.errors("plots/tests/sample/lesson06.csv", "MxNxK=* sweep=lib"))
 
 
