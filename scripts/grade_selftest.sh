@@ -10,6 +10,7 @@
 #   attack:NAME  one student's verdict in that CSV (after `class`): see expect() below
 #   csv:KIND     --csv to a folder, a FIFO, /dev/stdout, a missing folder: exit 2, one line, no file
 #   no_sandbox   without bubblewrap, --submissions refuses (exit 2, one line naming --unsafe)
+#   read_only_source  the repository read-only, KL_BUILD_ROOT elsewhere: grades lesson 01 there
 # Cases that need bubblewrap exit 77 (skipped) where it cannot make a sandbox.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -176,6 +177,18 @@ csv:*)
   bash scripts/expect_exit.sh 2 timeout 60 python3 scripts/grade.py --cpu-only --submissions "$class" \
     ${target:+--csv "$target"} 01 || fail "not refused with exit 2 and one line"
   [ "$(ls -A "$class" | sort)" = "$before" ] || fail "the refusal left a file behind"
+  ;;
+read_only_source)
+  # The repository read-only (bubblewrap), the build in KL_BUILD_ROOT: lesson 01 builds and is graded.
+  sandbox_or_skip
+  root=$(mktemp -d)
+  trap 'rm -rf "$root"' EXIT
+  out=$(bwrap --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind "$root" "$root" \
+        --setenv KL_BUILD_ROOT "$root" -- python3 scripts/grade.py --cpu-only 01 2>&1); rc=$?
+  echo "$out"
+  [ "$rc" = 77 ] || fail "exit $rc (expected 77: lesson 01 graded, nothing without a GPU)"
+  [ "$(grep -c "NOT GRADED: no GPU" <<<"$out")" = 2 ] || fail "expected two NOT GRADED verdicts"
+  [ -x "$root/release/lessons/01_naive_reduction/exercise01_test" ] || fail "not built in \$KL_BUILD_ROOT/release"
   ;;
 no_sandbox)
   bin=$(mktemp -d)
