@@ -103,7 +103,8 @@ class Sandbox:
     """How a command of one student runs: inside bubblewrap (the file system read-only but for
     `writable`, a private /tmp, no network, its own user, PID and IPC namespaces, /dev with only the
     basic nodes and the NVIDIA ones), or, with --unsafe or for a student's own tree, as it is. Both
-    with resource limits and a time-out that kills the whole process group."""
+    with a CPU-time limit, a data-memory limit (data_bytes, None for none) and a time-out that kills
+    the whole process group."""
 
     def __init__(self, writable, enabled, cpu_s, data_bytes):
         self.writable, self.enabled, self.cpu_s, self.data_bytes = writable, enabled, cpu_s, data_bytes
@@ -123,7 +124,8 @@ class Sandbox:
 
     def limits(self):
         resource.setrlimit(resource.RLIMIT_CPU, (self.cpu_s, self.cpu_s))
-        resource.setrlimit(resource.RLIMIT_DATA, (self.data_bytes, self.data_bytes))
+        if self.data_bytes:
+            resource.setrlimit(resource.RLIMIT_DATA, (self.data_bytes, self.data_bytes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_FSIZE, (4 * GiB, 4 * GiB))
 
@@ -410,14 +412,18 @@ def grade_tree(exercises, build_dir, kind, exercises_dir, no_build, gpu, box, re
     errors = {}
     if not no_build and lessons:
         why = configure(build_dir, box, exercises_dir)
-        errors = {lesson: why for lesson in lessons} if why else build(build_dir, lessons, kind, box)
+        if why:
+            errors = {lesson: f"not built: {why}" for lesson in lessons}
+        else:
+            failed = build(build_dir, lessons, kind, box)
+            errors = {lesson: f"does not compile: {e}" for lesson, e in failed.items()}
     verdicts = []
     for ex in exercises:
         exe = binary(build_dir, ex["lesson"], kind)
         if ex["id"] in refused:
             v = verdict_fail(f"refused: {refused[ex['id']]}")
         elif ex["lesson"] in errors:
-            v = verdict_fail(f"does not compile: {errors[ex['lesson']]}")
+            v = verdict_fail(errors[ex["lesson"]])
         elif not os.path.exists(exe):
             refuse(f"{os.path.relpath(exe, ROOT)} is not built (run without --no-build)")
         else:
@@ -491,8 +497,9 @@ def fresh_copy(folder, dest, exercises):
             src = os.path.join(folder, lesson, name)
             skeleton = os.path.join(ROOT, "exercises", lesson, name)
             use = skeleton
-            if os.path.islink(src):
-                refused[ex["id"]] = f"{lesson}/{name} is a link, not a file"
+            inside = os.path.realpath(src).startswith(os.path.realpath(folder) + os.sep)
+            if os.path.lexists(src) and (os.path.islink(src) or not inside):
+                refused[ex["id"]] = f"{lesson}/{name} is a link, not a file of the submission"
             elif os.path.isfile(src):
                 try:
                     with open(src, encoding="utf-8", errors="replace") as f:
@@ -518,8 +525,9 @@ def grade_class(args, exercises, gpu):
     check_csv_path(csv_path)
     entries = sorted(os.listdir(top))
     dotted = [d for d in entries if d.startswith(".") and os.path.isdir(os.path.join(top, d))]
-    students = [d for d in entries if not d.startswith(".") and os.path.isdir(os.path.join(top, d))
-                and os.path.join(top, d) != csv_path]
+    links = [d for d in entries if not d.startswith(".") and os.path.islink(os.path.join(top, d))]
+    students = [d for d in entries if not d.startswith(".") and d not in links
+                and os.path.isdir(os.path.join(top, d)) and os.path.join(top, d) != csv_path]
     if not students:
         refuse(f"--submissions {args.submissions}: no sub-folders (one per student)")
     build_root = os.path.abspath(os.environ.get("KL_GRADE_BUILD_ROOT") or os.path.join(build_base(), "grade"))
@@ -527,6 +535,8 @@ def grade_class(args, exercises, gpu):
         print(f"grade: --unsafe: {why}; the students' code runs unconfined, as this user", file=sys.stderr)
     for d in dotted:
         print(f"grade: skipping {d!r}: a folder whose name starts with '.' is not a student's", file=sys.stderr)
+    for d in links:
+        print(f"grade: skipping {d!r}: a link, not a folder of the submissions", file=sys.stderr)
     if not gpu:
         print(f"grade: {'--cpu-only' if args.cpu_only else 'no NVIDIA GPU here'}: only the parts that need no GPU "
               "are graded", file=sys.stderr)
@@ -593,7 +603,7 @@ def main():
         print(f"grade: {why}: only the parts that need no GPU are graded", file=sys.stderr)
     kind = "solution" if args.solutions else "exercise"
     build_dir = os.path.abspath(args.build_dir or os.path.join(build_base(), "release"))
-    box = Sandbox([], False, cpu_s=3600, data_bytes=24 * GiB)
+    box = Sandbox([], False, cpu_s=3600, data_bytes=None)  # a student's own tree: time limits only
     return status(grade_tree(exercises, build_dir, kind, None, args.no_build, gpu, box))
 
 

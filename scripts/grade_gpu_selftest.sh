@@ -9,7 +9,6 @@
 #   forged_speed  04.2 as a block per row (right, about 0.16x the solution's speed), whose kernel
 #                 prints "grade 04.2 exercise check PASS" and a speed of 1.5 from the GPU: FAIL on
 #                 the bar, the printed lines ignored
-# Then --solutions for lessons 01 and 04: every exercise PASS.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=$(realpath -m "$1")
@@ -82,8 +81,4 @@ for key, (verdict, detail) in want.items():
     bad |= not ok
 sys.exit(bad)
 EOF
-python3 scripts/grade.py --build-dir "$build" --solutions 01 04 >"$logs/solutions.log" 2>&1
-rc=$?
-cat "$logs/solutions.log"
-[ "$rc" = 0 ] || fail "the solutions of lessons 01 and 04 do not all pass (exit $rc)"
 echo "grade_gpu_selftest: ok"

@@ -11,6 +11,7 @@
 #   csv:KIND     --csv to a folder, a FIFO, /dev/stdout, a missing folder: exit 2, one line, no file
 #   no_sandbox   without bubblewrap, --submissions refuses (exit 2, one line naming --unsafe)
 #   read_only_source  the repository read-only, KL_BUILD_ROOT elsewhere: grades lesson 01 there
+#   timeout:STAGE     a configure (STAGE configure) or a build (build) past its limit: FAIL
 # Cases that need bubblewrap exit 77 (skipped) where it cannot make a sandbox.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -177,6 +178,25 @@ csv:*)
   bash scripts/expect_exit.sh 2 timeout 60 python3 scripts/grade.py --cpu-only --submissions "$class" \
     ${target:+--csv "$target"} 01 || fail "not refused with exit 2 and one line"
   [ "$(ls -A "$class" | sort)" = "$before" ] || fail "the refusal left a file behind"
+  ;;
+timeout:*)
+  # A configure or a build past its time limit: the student's verdicts FAIL, saying so.
+  sandbox_or_skip
+  class=$(mktemp -d)
+  trap 'rm -rf "$class"' EXIT
+  mkdir -p "$class/slow/01_naive_reduction"
+  cp solutions/01_naive_reduction/*.cuh "$class/slow/01_naive_reduction/"
+  stage=${2#timeout:}
+  case $stage in
+    configure) limits=(KL_GRADE_TIMEOUT_CONFIGURE=1); want='not built: cmake did not configure .* in 1 s' ;;
+    build) limits=(KL_GRADE_TIMEOUT_BUILD=2); want='does not compile: the build took over 2 s' ;;
+    *) echo "grade_selftest: unknown timeout case $2" >&2; exit 2 ;;
+  esac
+  out=$(env "${limits[@]}" KL_GRADE_BUILD_ROOT="$class/build" timeout 300 python3 scripts/grade.py --cpu-only \
+        --submissions "$class" 01.1 2>&1); rc=$?
+  echo "$out"
+  [ "$rc" = 1 ] || fail "exit $rc (expected 1)"
+  grep -qE "^slow,01.1,FAIL,.*$want" "$class/grades.csv" || fail "no FAIL saying: $want"
   ;;
 read_only_source)
   # The repository read-only (bubblewrap), the build in KL_BUILD_ROOT: lesson 01 builds and is graded.

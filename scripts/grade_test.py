@@ -172,6 +172,16 @@ class Channel(unittest.TestCase):
         self.assertFalse(os.path.exists(mark), "a child of the killed run went on")
 
 
+    def test_a_gpu_part_past_its_time_fails(self):
+        os.environ["KL_GRADE_TIMEOUT_GPU"] = "2"
+        try:
+            v = self.verdict(HONEST_CPU + 'import time\ntime.sleep(60)\n')
+        finally:
+            del os.environ["KL_GRADE_TIMEOUT_GPU"]
+        self.assertEqual(v["verdict"], "FAIL", v)
+        self.assertIn("still running after 2 s", v["detail"])
+
+
 class Names(unittest.TestCase):
     def test_csv_cells(self):
         self.assertEqual(grade.csv_cell('=HYPERLINK("x")'), "'=HYPERLINK(\"x\")")
@@ -187,6 +197,32 @@ class Names(unittest.TestCase):
         self.assertEqual(grade.safe_name('a"b\nc', taken), "a_b_c")
         self.assertEqual(grade.safe_name("-rf", taken), "_rf")
         self.assertEqual(grade.safe_name("alice", taken), "alice")
+
+
+class FreshCopy(unittest.TestCase):
+    def test_only_listed_files_and_no_links_are_taken(self):
+        top = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, top, True)
+        student = os.path.join(top, "alice", "04_online_softmax")
+        os.makedirs(os.path.join(student, "doctest"))
+        with open(os.path.join(student, "online_combine.cuh"), "w") as f:
+            f.write(SOLVED)
+        with open(os.path.join(student, "doctest", "doctest.h"), "w") as f:
+            f.write("#define CHECK(...)\n")
+        os.symlink(os.path.join(ROOT, "solutions", "04_online_softmax", "warp_per_row.cuh"),
+                   os.path.join(student, "warp_per_row.cuh"))
+        dest = os.path.join(top, "src")
+        exercises = [e for e in grade.load_exercises() if e["lesson"] == "04_online_softmax"]
+        refused = grade.fresh_copy(os.path.join(top, "alice"), dest, exercises)
+        self.assertEqual(sorted(os.listdir(os.path.join(dest, "04_online_softmax"))),
+                         ["online_combine.cuh", "warp_per_row.cuh"])
+        self.assertIn("04.2", refused)
+        self.assertIn("a link", refused["04.2"])
+        with open(os.path.join(dest, "04_online_softmax", "warp_per_row.cuh")) as f, \
+                open(os.path.join(ROOT, "exercises", "04_online_softmax", "warp_per_row.cuh")) as skeleton:
+            self.assertEqual(f.read(), skeleton.read())  # the skeleton in its place
+        with open(os.path.join(dest, "04_online_softmax", "online_combine.cuh")) as f:
+            self.assertEqual(f.read(), SOLVED)
 
 
 @unittest.skipIf(grade.sandbox_works() is not None, f"no sandbox here: {grade.sandbox_works()}")
@@ -253,5 +289,5 @@ if __name__ == "__main__":
             sys.exit(77)
         suite = unittest.defaultTestLoader.loadTestsFromTestCase(Sandbox)
     else:
-        suite = unittest.TestSuite(unittest.defaultTestLoader.loadTestsFromTestCase(c) for c in (Lint, Channel, Names))
+        suite = unittest.TestSuite(unittest.defaultTestLoader.loadTestsFromTestCase(c) for c in (Lint, Channel, Names, FreshCopy))
     sys.exit(0 if unittest.TextTestRunner(verbosity=2).run(suite).wasSuccessful() else 1)
