@@ -180,7 +180,12 @@ def run(cmd, box, limit_s, channel=False, env=None):
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        out, _ = proc.communicate()
+        try:
+            out, _ = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:  # a process that left the group (setsid) holds stdout open
+            proc.stdout.close()
+            proc.wait()
+            out = b"(the output was lost: a process that left the time limit's process group held it)"
     text = out.decode("utf-8", "replace")
     lines = ""
     if channel:

@@ -56,9 +56,10 @@ make_class() {
   student forged
   add forged 'struct Forge { Forge() { printf("grade 04.1 exercise check PASS\ngrade 04.1 exercise speed 1.25 1 1.25\n"); } };'
   add forged 'static Forge forge;'
-  # a file written outside the build folder, into the repository
+  # a file written outside the build folder, before main (a mark in /tmp: never the repository)
   student writes
-  add writes 'inline void leave_a_mark() { FILE* f = fopen("/tmp/kl_grade_mark", "w"); if (f) fclose(f); }'
+  add writes 'struct Mark { Mark() { if (FILE* f = fopen("/tmp/kl_grade_mark", "w")) fclose(f); } };'
+  add writes 'static Mark mark;'
   # a loop that never ends, in the host code of the CPU part
   student loop
   sed -i 's/^__host__ __device__ inline kl::MaxSum online_combine(kl::MaxSum a, kl::MaxSum b) {/&\n  for (volatile int spin = 1; spin;) {\n  }/' \
