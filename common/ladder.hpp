@@ -3,6 +3,9 @@
 // rest once for all lessons: --help, --list, --step, --reps, --csv, --sweep, --no-check, --dtype,
 // validating every option before any GPU work, the device and limit lines, and the CSV.
 #pragma once
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -113,6 +116,9 @@ struct Lesson {
   std::function<std::vector<Shape>(const Args&)> shapes;
   // Device memory one shape needs (checked against free memory before anything runs).
   std::function<double(const Shape&, const Args&)> device_bytes;
+  // Optional: host memory one shape needs (inputs, references, downloads), checked against the
+  // memory available; without it, device_bytes (the host holds at least what it uploads).
+  std::function<double(const Shape&, const Args&)> host_bytes;
   // Optional: measures more limits (e.g. a tensor-core peak) and prints their line.
   std::function<void(Limits&, const DeviceInfo&)> measure_limits;
   // Checks and times the chosen steps on one shape (usually through run_steps below).
@@ -210,6 +216,26 @@ void print_usage(const Lesson<Launch, Shape>& l) {
               *l.notes ? "\n" : "");
 }
 
+// Refuses (exit 2) a problem whose host buffers would not fit in the memory available now
+// (MemAvailable of /proc/meminfo), before an allocation fails or the machine swaps half-way.
+inline void ensure_host_fits(double bytes, const std::string& what) {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  long long kib = -1;
+  while (meminfo >> key) {
+    if (key == "MemAvailable:") {
+      meminfo >> kib;
+      break;
+    }
+    meminfo.ignore(256, '\n');
+  }
+  if (kib < 0) return;  // not Linux, or no figure: nothing to check against
+  const double available = static_cast<double>(kib) * 1024.0;
+  if (bytes > 0.9 * available)
+    throw UsageError(what + " needs " + std::to_string(static_cast<long long>(bytes / (1 << 20))) +
+                     " MiB of host memory but only " + std::to_string(kib >> 10) + " MiB are available");
+}
+
 template <class Launch>
 void print_steps(const std::vector<Step<Launch>>& steps) {
   for (int i = 0; i < static_cast<int>(steps.size()); ++i) {
@@ -229,13 +255,30 @@ std::vector<int> find_steps(const std::vector<Step<Launch>>& steps, const std::s
   return found;
 }
 
-// Opened for append before any GPU work, so an unwritable path fails at once; rows are written at
-// the end, with the header first when the file was new or empty.
+// A CSV path is checked before any GPU work (check(): a folder, a pipe, a device, or a file or folder
+// this user cannot write ends the run with exit 2 at once) and opened for append only after every
+// check that can refuse the run, so that a refused run leaves no empty file behind. Rows are written
+// at the end, with the header first when the file was new or empty. Only regular files: a pipe
+// (--csv /dev/stdout) would block the size check and take rows meant for a file.
 class CsvFile {
  public:
+  static void check(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+      if (!S_ISREG(st.st_mode))
+        throw UsageError("--csv '" + escaped(path) + "' is not a regular file (a folder, a pipe or a device)");
+      if (::access(path.c_str(), W_OK) != 0) throw UsageError("cannot write CSV file '" + escaped(path) + "'");
+      return;
+    }
+    const auto slash = path.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || ::access(dir.c_str(), W_OK) != 0)
+      throw UsageError("cannot write CSV file '" + escaped(path) + "'");
+  }
   explicit CsvFile(const std::string& path) : path_(path) {
-    std::ifstream in(path);
-    fresh_ = !in.good() || in.peek() == std::ifstream::traits_type::eof();
+    check(path);
+    struct stat st {};
+    fresh_ = ::stat(path.c_str(), &st) != 0 || st.st_size == 0;
     out_.open(path, std::ios::app);
     if (!out_) throw UsageError("cannot write CSV file '" + escaped(path) + "'");
   }
@@ -293,13 +336,18 @@ int ladder_main(const Lesson<Launch, Shape>& l, int argc, char** argv) {
     print_steps(l.steps);
     return 0;
   }
-  std::optional<CsvFile> csv;
-  if (csv_path) csv.emplace(*csv_path);
+  if (csv_path) CsvFile::check(*csv_path);
+  double most = 0, most_host = 0;
+  for (const auto& sh : shapes) {
+    most = std::max(most, l.device_bytes(sh, args));
+    most_host = std::max(most_host, l.host_bytes ? l.host_bytes(sh, args) : l.device_bytes(sh, args));
+  }
+  ensure_host_fits(most_host, "this shape");
 
   const DeviceInfo dev = device_info();
-  double most = 0;
-  for (const auto& sh : shapes) most = std::max(most, l.device_bytes(sh, args));
   ensure_fits(most + 2.0 * dev.l2_bytes, "this shape");
+  std::optional<CsvFile> csv;
+  if (csv_path) csv.emplace(*csv_path);
 
   Limits limits;
   limits.copy_gbps = measure_copy_gbps();

@@ -6,11 +6,13 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <sstream>
 
 #include "common/block.cuh"
 #include "common/cli.hpp"
+#include "common/grade_channel.hpp"
 #include "common/ladder.hpp"
 #include "common/pack.cuh"
 #include "common/random.hpp"
@@ -412,4 +414,24 @@ TEST_SUITE("gpu") {
       }
     }
   }
+}
+
+// scripts/grade_test.py runs this case with the grading channel open and KL_SANITIZE set: main() has
+// read the nonce and erased the variable, from environ and from the environment block the process
+// started with; and KL_SANITIZE, read once, does not change when the code under test sets it.
+TEST_CASE("grade channel: the nonce is out of reach and KL_SANITIZE is read once, at the start") {
+  const bool at_start = kl::grade::sanitized();
+  setenv("KL_SANITIZE", "1", 1);
+  CHECK(kl::grade::sanitized() == at_start);
+  unsetenv("KL_SANITIZE");
+  CHECK(kl::grade::sanitized() == at_start);
+  if (kl::grade::channel().fd < 0) return;
+  CHECK(kl::grade::channel().nonce.size() >= 16);
+  CHECK(std::getenv("KL_GRADE_CHANNEL") == nullptr);
+  std::ifstream in("/proc/self/environ");
+  const std::string block((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto at = block.find("KL_GRADE_CHANNEL=");
+  REQUIRE(at != std::string::npos);
+  const std::string value = block.substr(at + 17, block.find('\0', at) - at - 17);
+  CHECK(value.find_first_not_of('x') == std::string::npos);
 }

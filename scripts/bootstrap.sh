@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what is missing, and only that: doctest (Debian's doctest-dev) and the plotting
-# packages (plots/requirements.txt, from PyPI). Safe to run again; needs no network when all is there.
+# Installs what is missing, and only that: doctest (Debian's doctest-dev), bubblewrap (the grading
+# sandbox, Debian's bubblewrap) and the plotting packages (plots/requirements.txt, from PyPI). Safe
+# to run again; needs no network when all is there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +22,18 @@ elif command -v apt-get >/dev/null; then  # not root: unpack the same package in
 else
   say "doctest not found: install doctest-dev (Debian/Ubuntu) or doctest from your package manager" >&2
   exit 1
+fi
+
+# bubblewrap: the sandbox in which scripts/grade.sh builds and runs each student's code. Optional:
+# without it a class is graded only with --unsafe, and its ctest cases are skipped.
+if command -v bwrap >/dev/null; then
+  say "bubblewrap: present"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  say "bubblewrap: apt-get install bubblewrap"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; } >/dev/null 2>&1 ||
+    say "bubblewrap: could not be installed; grading a class will need --unsafe"
+else
+  say "bubblewrap: not installed (apt-get install bubblewrap); grading a class will need --unsafe"
 fi
 
 # matplotlib for the figures: already there; else pip; where the system Python refuses pip

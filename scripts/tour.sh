@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The tour: bootstrap, build the lessons (Release; the tests are scripts/test.sh's), run every lesson
-# at its default size, write
+# The tour: bootstrap, build the lessons (Release, in $KL_BUILD_ROOT/release or build/release; the
+# tests are scripts/test.sh's), run every lesson at its default size, write
 # results/<gpu>/lessonNN.csv, draw the figures and print one summary line per lesson; on a GPU other
 # than the H100, then your numbers beside the committed H100 ones (results/h100/), step by step.
+# Each CSV is written to a temporary file and moved into place only when its lesson succeeds, so a
+# run that fails or finds no GPU leaves the results that were there as they were. From a read-only
+# source tree: KL_BUILD_ROOT=/writable/build KL_RESULTS_ROOT=/writable/results scripts/tour.sh.
 # Without a GPU it builds the lessons, lists each lesson's steps, and says nothing could be timed.
 # Prints how long it took, the build and the runs apart.
 set -euo pipefail
@@ -27,13 +30,22 @@ fi
 
 slug=$(gpu_slug)
 [ -n "$slug" ] || { echo "tour: nvidia-smi names no GPU, so no results/<gpu>/ folder to write to" >&2; exit 1; }
-dir="results/$slug"
+dir="${KL_RESULTS_ROOT:-results}/$slug"
 mkdir -p "$dir"
+failed=""
 for exe in $(lesson_binaries); do
   name=$(basename "$exe")
-  rm -f "$dir/$name.csv"
+  tmp="$dir/.$name.csv.tmp"
+  rm -f "$tmp"
   echo; echo "== $name"
-  "$exe" --csv "$dir/$name.csv"
+  if "$exe" --csv "$tmp"; then
+    mv -f "$tmp" "$dir/$name.csv"
+  else
+    rc=$?
+    rm -f "$tmp"
+    echo "tour: $name exited with $rc: $dir/$name.csv left as it was" >&2
+    failed="$failed $name"
+  fi
 done
 python3 plots/make_figures.py "$dir"
 echo
@@ -45,3 +57,7 @@ if [ "$slug" != h100 ] && [ -d results/h100 ]; then
   python3 plots/compare_gpus.py "$dir" results/h100
 fi
 took
+if [ -n "$failed" ]; then
+  echo "tour: failed:$failed" >&2
+  exit 1
+fi

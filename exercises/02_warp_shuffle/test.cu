@@ -126,15 +126,22 @@ kl::grade::Failure check_warp_reduce() {
   return {};
 }
 
-// Times `mine` against the solution in step 2's kernel on 2^26 floats.
+// Times `mine` against the solution in step 2's kernel on 2^26 floats, then checks the sum there.
 template <WarpSum kMine, WarpSum kSolution>
 kl::grade::Speed race_warp_reduce() {
   if (kl::grade::sanitized()) return {};
   const std::size_t n = std::size_t{1} << 26;
-  const kl::DeviceBuffer<float> x(kl::uniform_floats(n, -1, 1, kl::seed_for(26)));
+  const std::vector<float> host = kl::uniform_floats(n, -1, 1, kl::seed_for(26));
+  const kl::DeviceBuffer<float> x(host);
   kl::DeviceBuffer<float> out(1);
   const auto with = [&](SumKernel k) { return [&, k](cudaStream_t s) { enqueue_sum(k, x.data(), n, out.data(), s); }; };
-  return kl::grade::race(with(sum_warp_shuffle_down<kMine>), with(sum_warp_shuffle_down<kSolution>));
+  const auto check_timed = [&]() -> kl::grade::Failure {
+    const float got = run_sum(sum_warp_shuffle_down<kMine>, host);
+    const kl::SumRef ref = kl::ref_sum(host.data(), n);
+    if (kl::sum_close(got, ref, n)) return {};
+    return "n = " + std::to_string(n) + ": sum " + num(got) + ", expected " + num(ref.sum);
+  };
+  return kl::grade::race(with(sum_warp_shuffle_down<kMine>), with(sum_warp_shuffle_down<kSolution>), check_timed);
 }
 
 // ---- 02.2: step 3, every lane needs the sum -----------------------------------------------------
@@ -209,17 +216,21 @@ kl::grade::Failure check_warp_butterfly() {
   return check_divided(with_nan, "n = 4097, element 100 NaN", divide_by_warp_sum<kWarpSum>);
 }
 
-// Times `mine` against the solution in the division kernel on 2^26 floats (256 MiB in, 256 MiB out).
+// Times `mine` against the solution in the division kernel on 2^26 floats (256 MiB in, 256 MiB out),
+// whole numbers so that the check afterwards, at that size, is exact.
 template <WarpSum kMine, WarpSum kSolution>
 kl::grade::Speed race_warp_butterfly() {
   if (kl::grade::sanitized()) return {};
   const std::size_t n = std::size_t{1} << 26;
-  const kl::DeviceBuffer<float> x(kl::uniform_floats(n, 1, 2, kl::seed_for(27)));
+  const std::vector<float> host = kl::integer_floats(n, 1, 1000, kl::seed_for(27));
+  const kl::DeviceBuffer<float> x(host);
   kl::DeviceBuffer<float> y(n);
   const auto with = [&](DivideKernel k) {
     return [&, k](cudaStream_t s) { enqueue_divide(k, x.data(), n, y.data(), s); };
   };
-  return kl::grade::race(with(divide_by_warp_sum<kMine>), with(divide_by_warp_sum<kSolution>));
+  return kl::grade::race(with(divide_by_warp_sum<kMine>), with(divide_by_warp_sum<kSolution>), [&] {
+    return check_divided(host, "n = " + std::to_string(n) + ", values in [1, 1000]", divide_by_warp_sum<kMine>);
+  });
 }
 
 }  // namespace

@@ -129,15 +129,19 @@ kl::grade::Failure check_sequential(TreeKernel kernel) {
   return check_tree_order(kernel, with_nan, "n = 4097, values in [-1, 1], element 300 NaN");
 }
 
-// Times `mine` against the solution on 2^26 floats, one thread per element as the check launches it.
+// Times `mine` against the solution on 2^26 floats, one thread per element as the check launches it,
+// then checks its partials there.
 kl::grade::Speed race_sequential(TreeKernel mine, TreeKernel solution) {
   if (kl::grade::sanitized()) return {};
-  const kl::DeviceBuffer<float> x(kl::uniform_floats(kRaceN, -1, 1, kl::seed_for(26)));
+  const std::vector<float> host = kl::uniform_floats(kRaceN, -1, 1, kl::seed_for(26));
+  const kl::DeviceBuffer<float> x(host);
   kl::DeviceBuffer<float> partial(one_per_thread_grid(kRaceN));
   const auto with = [&](TreeKernel k) {
     return [&, k](cudaStream_t s) { enqueue(k, one_per_thread_grid(kRaceN), x.data(), kRaceN, partial.data(), s); };
   };
-  return kl::grade::race(with(mine), with(solution));
+  return kl::grade::race(with(mine), with(solution), [&] {
+    return check_tree_order(mine, host, "n = " + std::to_string(kRaceN) + ", values in [-1, 1]");
+  });
 }
 
 // ---- 03.2: many elements per thread, the grid the exercise asks for -----------------------------
@@ -183,16 +187,20 @@ kl::grade::Failure check_many_per_thread(ManyPerThread impl) {
   return check_many_sum(impl, edges, true, "n = 999983, whole numbers, the first element -inf, the last NaN");
 }
 
-// Times `mine` against the solution on 2^26 floats, each launched with its own grid.
+// Times `mine` against the solution on 2^26 floats, each launched with its own grid, then checks the
+// sum of its partials there.
 kl::grade::Speed race_many_per_thread(ManyPerThread mine, ManyPerThread solution) {
   if (kl::grade::sanitized()) return {};
-  const kl::DeviceBuffer<float> x(kl::uniform_floats(kRaceN, -1, 1, kl::seed_for(26)));
+  const std::vector<float> host = kl::uniform_floats(kRaceN, -1, 1, kl::seed_for(26));
+  const kl::DeviceBuffer<float> x(host);
   const unsigned mine_grid = mine.grid(kRaceN), solution_grid = solution.grid(kRaceN);
   kl::DeviceBuffer<float> partial(std::max(mine_grid, solution_grid));
   const auto with = [&](ManyPerThread impl, unsigned grid) {
     return [&, impl, grid](cudaStream_t s) { enqueue(impl.kernel, grid, x.data(), kRaceN, partial.data(), s); };
   };
-  return kl::grade::race(with(mine, mine_grid), with(solution, solution_grid));
+  return kl::grade::race(with(mine, mine_grid), with(solution, solution_grid), [&] {
+    return check_many_sum(mine, host, false, "n = " + std::to_string(kRaceN) + ", values in [-1, 1]");
+  });
 }
 
 }  // namespace

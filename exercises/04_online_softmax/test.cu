@@ -102,6 +102,30 @@ kl::grade::Failure compare(const std::string& what, const std::vector<float>& x,
   return {};
 }
 
+// After a race at the timed size: `mine` must write what the solution writes there (within the f32
+// tolerance). Both run again, into poisoned output.
+kl::grade::Failure check_timed(Enqueue enqueue, SoftmaxKernel mine, SoftmaxKernel solution, const float* x,
+                               kl::DeviceBuffer<float>& y, std::int64_t rows, int cols) {
+  const auto output = [&](SoftmaxKernel k) {
+    y.poison(0x3C);
+    enqueue(k, x, y.data(), rows, cols, nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return y.download();
+  };
+  const std::vector<float> want = output(solution), got = output(mine);
+  const lesson04::Tolerance tol = lesson04::tolerance(lesson04::Dtype::f32);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const bool ok = std::isnan(want[i]) || std::isnan(got[i])
+                        ? std::isnan(want[i]) && std::isnan(got[i])
+                        : std::fabs(got[i] - want[i]) <= tol.rel * (std::fabs(want[i]) + tol.abs / tol.rel);
+    if (!ok)
+      return "rows = " + std::to_string(rows) + ", cols = " + std::to_string(cols) + ", row " +
+             std::to_string(i / cols) + ", column " + std::to_string(i % cols) + ": y = " + num(got[i]) +
+             ", the solution's " + num(want[i]);
+  }
+  return {};
+}
+
 kl::grade::Failure check_one(Enqueue enqueue, SoftmaxKernel kernel, const std::string& what,
                              const std::vector<float>& x, std::int64_t rows, int cols) {
   return compare(what, x, run(enqueue, kernel, x, rows, cols), rows, cols);
@@ -161,7 +185,8 @@ kl::grade::Failure check_online(SoftmaxKernel kernel) {
   return f;
 }
 
-// Times `mine` against the solution on 16384 rows of 4096 floats (256 MiB in, 256 MiB out).
+// Times `mine` against the solution on 16384 rows of 4096 floats (256 MiB in, 256 MiB out), then
+// checks its rows there.
 kl::grade::Speed race_online(SoftmaxKernel mine, SoftmaxKernel solution) {
   if (kl::grade::sanitized()) return {};
   const std::int64_t rows = 16384;
@@ -171,7 +196,8 @@ kl::grade::Speed race_online(SoftmaxKernel mine, SoftmaxKernel solution) {
   const auto with = [&](SoftmaxKernel k) {
     return [&, k](cudaStream_t s) { enqueue_online(k, x.data(), y.data(), rows, cols, s); };
   };
-  return kl::grade::race(with(mine), with(solution));
+  return kl::grade::race(with(mine), with(solution),
+                         [&] { return check_timed(enqueue_online, mine, solution, x.data(), y, rows, cols); });
 }
 
 // ---- 04.2: a warp per short row ------------------------------------------------------------------
@@ -185,7 +211,8 @@ kl::grade::Failure check_per_row(SoftmaxKernel kernel) {
   return f;
 }
 
-// Times `mine` against the solution on 2^21 rows of 32 floats (256 MiB in, 256 MiB out).
+// Times `mine` against the solution on 2^21 rows of 32 floats (256 MiB in, 256 MiB out), then checks
+// its rows there.
 kl::grade::Speed race_per_row(SoftmaxKernel mine, SoftmaxKernel solution) {
   if (kl::grade::sanitized()) return {};
   const std::int64_t rows = std::int64_t{1} << 21;
@@ -195,7 +222,8 @@ kl::grade::Speed race_per_row(SoftmaxKernel mine, SoftmaxKernel solution) {
   const auto with = [&](SoftmaxKernel k) {
     return [&, k](cudaStream_t s) { enqueue_per_row(k, x.data(), y.data(), rows, cols, s); };
   };
-  return kl::grade::race(with(mine), with(solution));
+  return kl::grade::race(with(mine), with(solution),
+                         [&] { return check_timed(enqueue_per_row, mine, solution, x.data(), y, rows, cols); });
 }
 
 }  // namespace

@@ -168,7 +168,7 @@ kl::grade::Failure check_tiles() {
   return run_cases(launch_tiles<K>, tile_cases());
 }
 
-// Times `mine` against the solution on 2^18 tiles.
+// Times `mine` against the solution on 2^18 tiles, then checks its O there against the solution's.
 kl::grade::Speed race_tiles(Launch mine, Launch solution) {
   if (kl::grade::sanitized()) return {};
   Problem p = lesson07::tile_problem(std::int64_t{1} << 18);
@@ -182,7 +182,10 @@ kl::grade::Speed race_tiles(Launch mine, Launch solution) {
   p.v = v.data();
   p.o = o.data();
   const auto with = [&](Launch l) { return [&, l](cudaStream_t s) { l(p, s); }; };
-  return kl::grade::race(with(mine), with(solution));
+  return kl::grade::race(with(mine), with(solution), [&] {
+    const kl::grade::Failure f = kl::grade::same_as_solution(with(mine), with(solution), o, 2e-2, 2e-3);
+    return f.empty() ? f : "O's " + f;
+  });
 }
 
 // ---- 07.2: step 5's flash kernel -----------------------------------------------------------------
@@ -248,7 +251,8 @@ kl::grade::Failure check_flash() {
   return run_cases(launch_flash<K64, K128>, flash_cases());
 }
 
-// Times `mine` against the solution at B x H x S x D = 4 x 8 x 2048 x 64, not causal.
+// Times `mine` against the solution at B x H x S x D = 4 x 8 x 2048 x 64, not causal, then checks its O
+// there against the solution's.
 kl::grade::Speed race_flash(Launch mine, Launch solution) {
   if (kl::grade::sanitized()) return {};
   Problem p = lesson07::flash_problem(4, 8, 2048, 64, false);
@@ -262,7 +266,10 @@ kl::grade::Speed race_flash(Launch mine, Launch solution) {
   p.v = v.data();
   p.o = o.data();
   const auto with = [&](Launch l) { return [&, l](cudaStream_t s) { l(p, s); }; };
-  return kl::grade::race(with(mine), with(solution));
+  return kl::grade::race(with(mine), with(solution), [&] {
+    const kl::grade::Failure f = kl::grade::same_as_solution(with(mine), with(solution), o, 2e-2, 2e-3);
+    return f.empty() ? f : "O's " + f;
+  });
 }
 
 }  // namespace

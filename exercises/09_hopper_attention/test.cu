@@ -176,7 +176,7 @@ kl::grade::Failure check_ring_gpu() {
   return {};
 }
 
-// 2^15 tiles of 8 KiB (256 MiB), 4 blocks a SM, 3 stages.
+// 2^15 tiles of 8 KiB (256 MiB), 4 blocks a SM, 3 stages; then every tile's sum there, exactly.
 template <class Mine>
 kl::grade::Speed race_ring() {
   if (kl::grade::sanitized()) return {};
@@ -185,9 +185,14 @@ kl::grade::Speed race_ring() {
   kl::DeviceBuffer<float> sums(tiles);
   kl::DeviceBuffer<int> stuck(1);
   CUDA_CHECK(cudaMemset(stuck.data(), 0, sizeof(int)));
-  return kl::grade::race(
-      [&](cudaStream_t s) { enqueue_ring<Mine, 3>(in, tiles, blocks, sums.data(), stuck.data(), s); },
-      [&](cudaStream_t s) { enqueue_ring<Ring<struct solution_tag>, 3>(in, tiles, blocks, sums.data(), stuck.data(), s); });
+  const auto mine = [&](cudaStream_t s) { enqueue_ring<Mine, 3>(in, tiles, blocks, sums.data(), stuck.data(), s); };
+  const auto solution = [&](cudaStream_t s) {
+    enqueue_ring<Ring<struct solution_tag>, 3>(in, tiles, blocks, sums.data(), stuck.data(), s);
+  };
+  return kl::grade::race(mine, solution, [&] {
+    const kl::grade::Failure f = kl::grade::same_as_solution(mine, solution, sums, 0, 0);
+    return f.empty() ? f : "2^15 tiles: the sum of " + f;
+  });
 }
 
 // ---- 09.2: step 5's softmax -----------------------------------------------------------------------------
@@ -278,14 +283,19 @@ kl::grade::Failure check_softmax() {
   return {};
 }
 
-// B = 16, H = 16, S = 4096, D = 128 (3 x 256 MiB of inputs), where step 5 is the lesson's fastest.
+// B = 16, H = 16, S = 4096, D = 128 (3 x 256 MiB of inputs), where step 5 is the lesson's fastest;
+// then O there against the solution's.
 template <class Mine>
 kl::grade::Speed race_softmax() {
   if (kl::grade::sanitized()) return {};
   Problem p = lesson09::flash_problem(16, 16, 4096, 128, false);
   Attention a = attention_input(p, false, 7);
-  return kl::grade::race([&](cudaStream_t s) { enqueue_overlap<Mine>(p, s); },
-                         [&](cudaStream_t s) { enqueue_overlap<Softmax<struct solution_tag>>(p, s); });
+  const auto mine = [&](cudaStream_t s) { enqueue_overlap<Mine>(p, s); };
+  const auto solution = [&](cudaStream_t s) { enqueue_overlap<Softmax<struct solution_tag>>(p, s); };
+  return kl::grade::race(mine, solution, [&] {
+    const kl::grade::Failure f = kl::grade::same_as_solution(mine, solution, a.o, 2e-2, 2e-3);
+    return f.empty() ? f : "O's " + f;
+  });
 }
 
 }  // namespace

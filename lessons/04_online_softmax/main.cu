@@ -32,6 +32,12 @@ int main(int argc, char** argv) {
     return 2.0 * static_cast<double>(sh.first) * static_cast<double>(sh.second) *
            lesson04::dtype_bytes(lesson04::parse_dtype(a.dtype));
   };
+  // The host holds the input in f32 (4 bytes an element), the float64 reference (8) and a download
+  // of the output (the dtype's size).
+  lesson.host_bytes = [](const Shape& sh, const kl::Args& a) {
+    return static_cast<double>(sh.first) * static_cast<double>(sh.second) *
+           (12.0 + lesson04::dtype_bytes(lesson04::parse_dtype(a.dtype)));
+  };
   lesson.measure_limits = [&](kl::Limits&, const kl::DeviceInfo&) {
     lesson04::print_error_line(lesson04::parse_dtype(dtype));
   };

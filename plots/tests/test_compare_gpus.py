@@ -34,7 +34,7 @@ RTX = HEADER + """01,1,one_thread,f32,n=67108864,1200,1200,1200,0.22,,0.02,1e-08
 class CompareGpus(unittest.TestCase):
     def setUp(self):
         self.root = tempfile.mkdtemp()
-        self.mine, self.ref = os.path.join(self.root, "4090"), os.path.join(self.root, "h100")
+        self.mine, self.ref = os.path.join(self.root, "rtx_4090"), os.path.join(self.root, "h100")
         for folder, files in ((self.mine, {"lesson01.csv": RTX, "lesson02.csv": RTX.replace("01,", "02,")}),
                               (self.ref, {"lesson01.csv": H100})):
             os.makedirs(folder)

@@ -67,7 +67,7 @@ class TwoGpus(unittest.TestCase):
         self.assertIn(f"leaving out 4 rows of {H100}", err)
 
     def test_explicit_gpu(self):
-        rows, _ = self.read(self.write("results/4090", HEADER + rows_of(H100, 0.1) + rows_of(RTX, 0.3)), gpu=H100)
+        rows, _ = self.read(self.write("results/rtx_4090", HEADER + rows_of(H100, 0.1) + rows_of(RTX, 0.3)), gpu=H100)
         self.assertEqual({r["gpu"] for r in rows}, {H100})
 
     def test_figures_draw_only_the_chosen_gpus_rows(self):
@@ -103,7 +103,7 @@ class TwoGpus(unittest.TestCase):
         self.write("results/h100", HEADER + rows_of(RTX, 0.3))  # an RTX run written over the H100's
         with self.assertRaises(SystemExit) as e:
             self.readme("results/h100/lesson01.csv")
-        self.assertIn(f"holds rows of {RTX}, whose folder is results/4090/", str(e.exception.code))
+        self.assertIn(f"holds rows of {RTX}, whose folder is results/rtx_4090/", str(e.exception.code))
 
 
 if __name__ == "__main__":
