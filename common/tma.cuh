@@ -70,6 +70,33 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, i
       : "memory");
 }
 
+// The other way: the box at (c0, c1) of a 2-D tensor is written from shared memory at src, clipped to
+// the tensor's edges. Issued by one thread after every writer of src has run fence_proxy_async() and met
+// it at a barrier; commit_group() closes the stores issued so far, and before src is written again
+// wait_group_read<0>() waits until the copy engine has read it.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, int c0, int c1, const void* src) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                   reinterpret_cast<std::uint64_t>(map)),
+               "r"(c0), "r"(c1), "r"(smem_u32(src))
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+// Waits until at most N committed store groups are still writing to global memory.
+template <int N>
+__device__ __forceinline__ void bulk_wait_group() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// A barrier among `threads` threads of the block (a multiple of 32), numbered `id` (1 ... 15; 0 is
+// __syncthreads'): one warpgroup can meet without stopping the others.
+__device__ __forceinline__ void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 // ---- thread-block clusters (sm_90) ----------------------------------------------------------------
 
 // This block's rank in its cluster.

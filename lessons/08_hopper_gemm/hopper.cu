@@ -16,6 +16,7 @@
 #include "lessons/08_hopper_gemm/steps/05_persistent.cuh"
 #include "lessons/08_hopper_gemm/steps/06_cluster.cuh"
 #include "lessons/08_hopper_gemm/steps/07_fused_epilogue.cuh"
+#include "lessons/08_hopper_gemm/steps/08_tma_store.cuh"
 
 namespace lesson08 {
 
@@ -42,7 +43,7 @@ const std::vector<Step>& hopper_steps() {
        then_epilogue<launch_wgmma>, false, 90, nullptr, true},
       {"tma_ring", "3 TMA stages on full mbarriers, one wgmma group in flight; two blocks a SM",
        then_epilogue<launch_tma_ring>, false, 90, nullptr, true},
-      {"warp_specialized", "producer warpgroup + 2 consumers (m64n256k16), full/empty mbarriers, setmaxnreg 24/240",
+      {"warp_specialized", "producer warpgroup + 2 consumers (m64n256k16), full/empty mbarriers, setmaxnreg 40/232",
        then_epilogue<launch_warp_specialized>, false, 90, nullptr, true},
       {"persistent", "one block a SM walks the tiles in grouped order; the ring runs on across tiles",
        then_epilogue<launch_persistent>, false, 90, nullptr, true},
@@ -50,6 +51,8 @@ const std::vector<Step>& hopper_steps() {
        then_epilogue<launch_cluster>, false, 90, nullptr, true},
       {"fused_epilogue", "bias and activation applied on the accumulators before the one store; tanh.approx",
        [](const Problem& p, Workspace&, cudaStream_t s) { launch_fused_epilogue(p, s); }, false, 90, nullptr, true},
+      {"tma_store", "the finished tile through shared memory and a TMA store (64 x 64 boxes), asynchronously",
+       [](const Problem& p, Workspace&, cudaStream_t s) { launch_tma_store(p, s); }, false, 90, nullptr, true},
   };
   return steps;
 }

@@ -84,10 +84,40 @@ __device__ __forceinline__ void load_k_tile_pair(unsigned char* stage, const Gem
     kl::tma_load_2d_multicast(stage + BM * 128 + j * 8192, &maps.b, n0 + 64 * j, kt * kBk, full, 0b11);
 }
 
+// Step 8: D as the copy engine sees it for a store: boxes of 64 columns x 64 rows, 128-byte swizzled.
+inline CUtensorMap d_map(const Problem& p) {
+  const auto type = p.dtype == Dtype::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(p.n), static_cast<cuuint64_t>(p.m)};
+  const cuuint64_t stride[1] = {static_cast<cuuint64_t>(p.n) * 2};
+  const cuuint32_t box[2] = {64, 64};
+  return kl::tensor_map(type, p.d, 2, dims, stride, box, CU_TENSOR_MAP_SWIZZLE_128B);
+}
+
+// Step 8: columns 128h ... 128h + 127 of the warpgroup's accumulator [64 x BN], finished (step 7's
+// epilogue: α, β·C, bias, activation), into `out` as two 64 x 64 boxes of 128-byte swizzled rows. A warp's
+// 4-byte writes of one register pair fall in 32 different banks (8 rows, each its own 16-byte chunk).
+template <int BN, class T>
+__device__ __forceinline__ void stage_acc_fused(const Problem& p, const float (&acc)[BN / 2], unsigned char* out, int h,
+                                                int row0, int col0) {
+  const int w = threadIdx.x % 128 / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int j = 16 * h; j < 16 * h + 16; ++j) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int r = 16 * w + g + 8 * half, c = 8 * j + 2 * t - 128 * h;  // within the 64 x 128 block
+      const float2 v =
+          finish_pair<T>(p, row0 + r, col0 + 8 * j + 2 * t, acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]);
+      const int box = c / 64, chunk = c % 64 / 8;
+      *reinterpret_cast<typename Elem<T>::Pair*>(out + box * 8192 + r * 128 + ((chunk ^ (r % 8)) << 4) + c % 8 * 2) =
+          Elem<T>::pair(v.x, v.y);
+    }
+  }
+}
+
 // Step 4: one block a SM of three warpgroups enters with 65536 / 384 = 168 registers a thread; the
-// producer drops to 24 and the consumers grow to 240 (128 accumulators, the descriptors and the
-// epilogue's addresses): 128 · 24 + 256 · 240 = 64512 of the SM's 65536.
-constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+// producer drops to 40 (fewer, and step 6's producer spills) and the consumers grow to 232 (128
+// accumulators, the descriptors and the epilogue's addresses): 128 · 40 + 256 · 232 = 64512 of 65536.
+constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 
 // Step 2: the warpgroup's accumulator [64 x BN] into D at (row0, col0). Thread (warp w of the group,
 // lane 4g + t) holds rows 16w + g (registers 4j, 4j + 1) and 16w + g + 8 (4j + 2, 4j + 3) at columns

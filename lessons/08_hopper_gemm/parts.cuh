@@ -69,23 +69,32 @@ __device__ __forceinline__ float activate_fast(Act act, float x) {
 
 // Step 6: the fused epilogue, D[row, col..col+1] = act(α·acc + β·C + bias[col]), in one pass: the
 // other steps store α·acc + β·C and leave bias and activation to a second kernel (epilogue_kernel).
+// Step 7: act(α·acc + β·C + bias) of the pair at (row, col), col even; C and the bias are read only
+// inside D (the pairs of a tile's edge past M or N are finished but never stored).
 template <class T>
-__device__ __forceinline__ void store_pair_fused(const Problem& p, int row, int col, float v0, float v1) {
-  if (row >= p.m || col >= p.n) return;
-  const std::int64_t e = static_cast<std::int64_t>(row) * p.n + col;
+__device__ __forceinline__ float2 finish_pair(const Problem& p, int row, int col, float v0, float v1) {
   v0 *= p.alpha;
   v1 *= p.alpha;
-  if (p.beta != 0.f) {
+  const bool inside = row < p.m && col < p.n;
+  if (p.beta != 0.f && inside) {
+    const std::int64_t e = static_cast<std::int64_t>(row) * p.n + col;
     const float2 c = Elem<T>::unpair(*reinterpret_cast<const typename Elem<T>::Pair*>(static_cast<const T*>(p.c) + e));
     v0 += p.beta * c.x;
     v1 += p.beta * c.y;
   }
-  if (p.bias) {
+  if (p.bias && inside) {
     v0 += p.bias[col];
     v1 += p.bias[col + 1];
   }
-  *reinterpret_cast<typename Elem<T>::Pair*>(static_cast<T*>(p.d) + e) =
-      Elem<T>::pair(activate_fast(p.act, v0), activate_fast(p.act, v1));
+  return {activate_fast(p.act, v0), activate_fast(p.act, v1)};
+}
+
+template <class T>
+__device__ __forceinline__ void store_pair_fused(const Problem& p, int row, int col, float v0, float v1) {
+  if (row >= p.m || col >= p.n) return;
+  const float2 v = finish_pair<T>(p, row, col, v0, v1);
+  *reinterpret_cast<typename Elem<T>::Pair*>(static_cast<T*>(p.d) + static_cast<std::int64_t>(row) * p.n + col) =
+      Elem<T>::pair(v.x, v.y);
 }
 
 // Step 2: the tiles of a block, in the order blockIdx.x walks them. Groups of kGroupRows tile rows are
