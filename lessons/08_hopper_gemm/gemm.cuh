@@ -6,7 +6,9 @@
 //   step 3 tma_ring          3 TMA stages on mbarriers, one wgmma group in flight
 //   step 4 warp_specialized  producer warpgroup + 2 consumers, 128 x 256 tiles, setmaxnreg
 //   step 5 persistent        one block a SM walks the tiles; the ring runs on across tiles
-//   step 6 fused_epilogue    step 5 with bias and activation applied before the store
+//   step 6 cluster           clusters of 2 blocks: B loaded once, TMA multicast to both
+//   step 7 fused_epilogue    bias and activation applied to the accumulators before the store
+//   step 8 tma_store         the finished tile through shared memory and a TMA store
 //   lib    cublas, cublaslt_epilogue
 #pragma once
 #include <cublasLt.h>
@@ -252,9 +254,8 @@ inline void run_step(const Step& st, const Problem& p, Workspace& ws, cudaStream
   st.launch(p, ws, s);
 }
 
-// D = act(α·A·B + β·C + bias) by the fastest path this GPU and shape allow: the fused persistent wgmma
-// kernel (step 6) on sm_90, else step 1 and the epilogue kernel on sm_80+, else (and for K or N not a
-// multiple of 8) the CUDA-core kernel.
+// D = act(α·A·B + β·C + bias) by the fastest path this GPU and shape allow: step 8 on sm_90, else step 1
+// and the epilogue kernel on sm_80+, else (and for K or N not a multiple of 8) the CUDA-core kernel.
 inline void gemm(const Problem& p, cudaStream_t s) {
   validate(p);
   if (rows_aligned(p) && hopper_available()) return launch_hopper_gemm(p, s);

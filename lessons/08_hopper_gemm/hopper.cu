@@ -34,7 +34,7 @@ std::string hopper_missing() {
   return why;
 }
 
-void launch_hopper_gemm(const Problem& p, cudaStream_t s) { launch_fused_epilogue(p, s); }
+void launch_hopper_gemm(const Problem& p, cudaStream_t s) { launch_tma_store(p, s); }
 
 const std::vector<Step>& hopper_steps() {
   // {name, idea, launcher, library = false, needs_sm = 90, part = nullptr, arch_specific = true}

@@ -30,7 +30,7 @@ inline bool hopper_available() { return hopper_missing().empty(); }
 // the step files it includes, whose kernels are compiled there, for sm_90a only.
 const std::vector<Step>& hopper_steps();
 
-// The last Hopper step (the fused epilogue, persistent): gemm()'s path on sm_90 for aligned shapes.
+// The last Hopper step (step 8: clusters, fused epilogue, TMA store): gemm()'s path on sm_90 for aligned shapes.
 void launch_hopper_gemm(const Problem& p, cudaStream_t s);
 
 }  // namespace lesson08

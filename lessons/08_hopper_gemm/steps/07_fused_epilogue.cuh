@@ -2,7 +2,7 @@
 // take a second kernel that reads and writes D again (2 · M · N · 2 bytes: ~0.1 ms at 8192² on an
 // H100). Here the consumers add the column's bias and apply the activation (tanh.approx: one
 // special-function instruction) to the accumulators before the one store: the epilogue costs arithmetic
-// on registers and no memory traffic. gemm() runs this step on sm_90. Needs sm_90a.
+// on registers and no memory traffic. Needs sm_90a.
 #pragma once
 #include <cstdint>
 
