@@ -11,7 +11,7 @@
 
 #include "common/random.hpp"
 #include "common/reference.hpp"
-#include "common/sum_problem.cuh"
+#include "common/sum_lesson.cuh"
 
 namespace kl::sum_checks {
 

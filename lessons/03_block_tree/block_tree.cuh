@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/sum_lesson.cuh"
 #include "lessons/03_block_tree/problem.cuh"
 #include "lessons/03_block_tree/steps/01_interleaved_divergent.cuh"
 #include "lessons/03_block_tree/steps/02_interleaved_strided.cuh"

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "common/ladder.hpp"
-#include "lessons/04_online_softmax/softmax.cuh"
+#include "lessons/04_online_softmax/run.cuh"
 
 int main(int argc, char** argv) {
   using lesson04::Shape;

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/random.hpp"
-#include "lessons/04_online_softmax/softmax.cuh"
+#include "lessons/04_online_softmax/run.cuh"
 
 using kl::MaxSum;
 using lesson04::Dtype;

@@ -10,6 +10,7 @@
 #include "common/buffer.cuh"
 #include "common/device.cuh"
 #include "common/ladder.hpp"
+#include "lessons/05_topk_fusion/host.cuh"
 #include "lessons/05_topk_fusion/parts.cuh"
 #include "lessons/05_topk_fusion/problem.cuh"
 #include "lessons/05_topk_fusion/steps/01_unfused.cuh"

@@ -17,6 +17,7 @@
 #include "common/buffer.cuh"
 #include "common/device.cuh"
 #include "common/ladder.hpp"
+#include "lessons/06_tiled_gemm/host.cuh"
 #include "lessons/06_tiled_gemm/problem.cuh"
 #include "lessons/06_tiled_gemm/steps/01_naive.cuh"
 #include "lessons/06_tiled_gemm/steps/02_smem_tiles.cuh"

@@ -18,6 +18,7 @@
 #include "common/random.hpp"
 #include "common/timing.cuh"
 #include "lessons/04_online_softmax/softmax.cuh"
+#include "lessons/07_wmma_attention/host.cuh"
 #include "lessons/07_wmma_attention/problem.cuh"
 #include "lessons/07_wmma_attention/steps/01_tile_reference.cuh"
 #include "lessons/07_wmma_attention/steps/02_tile_all_lanes.cuh"

@@ -15,6 +15,7 @@
 #include "common/ladder.hpp"
 #include "lessons/07_wmma_attention/attention.cuh"
 #include "lessons/09_hopper_attention/hopper.cuh"
+#include "lessons/09_hopper_attention/host.cuh"
 #include "lessons/09_hopper_attention/problem.cuh"
 #include "lessons/09_hopper_attention/steps/01_flash_mma.cuh"
 

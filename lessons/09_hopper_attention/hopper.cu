@@ -10,7 +10,10 @@
 
 #include "common/check.cuh"
 #include "lessons/09_hopper_attention/hopper.cuh"
-#include "lessons/09_hopper_attention/steps/05_overlap.cuh"  // and, through it, steps 2-4
+#include "lessons/09_hopper_attention/steps/02_wgmma.cuh"
+#include "lessons/09_hopper_attention/steps/03_tma.cuh"
+#include "lessons/09_hopper_attention/steps/04_warp_specialized.cuh"
+#include "lessons/09_hopper_attention/steps/05_overlap.cuh"
 
 namespace lesson09 {
 

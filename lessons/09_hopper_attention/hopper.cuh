@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/ladder.hpp"
+#include "common/step.hpp"
 #include "lessons/09_hopper_attention/problem.cuh"
 
 namespace lesson07 {

@@ -8,7 +8,6 @@
 #include <string>
 
 #include "common/arch.cuh"
-#include "common/ladder.hpp"
 #include "lessons/04_online_softmax/parts.cuh"
 
 namespace lesson04 {
@@ -97,6 +96,10 @@ void launch_cluster_t(const Problem& p, cudaStream_t s) {
   cfg.numAttrs = 1;
   CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<const T*>(p.x), static_cast<T*>(p.y),
                                 static_cast<int>(p.cols), p.scale, part));
+}
+
+inline void launch_cluster(const Problem& p, Workspace&, cudaStream_t s) {
+  for_block_kernels(p, [&](auto t, auto pack) { launch_cluster_t<decltype(t), decltype(pack)::value>(p, s); });
 }
 
 }  // namespace lesson04
