@@ -20,6 +20,41 @@ struct Step {
   bool arch_specific = false;
 };
 
+// An entry of a step table by name: kl::step("wgmma", idea, launch_wgmma).needs(90).arch_specific(), each
+// property written where it is not the default. It converts to the Step above, whose positional form
+// {name, idea, launch, library, needs_sm, part, arch_specific} still compiles.
+template <class Launch>
+struct StepEntry {
+  Step<Launch> st;
+  constexpr StepEntry library() const {  // a library baseline, labelled "lib"
+    StepEntry e = *this;
+    e.st.library = true;
+    return e;
+  }
+  constexpr StepEntry needs(int sm) const {  // runs on sm_<sm> and newer
+    StepEntry e = *this;
+    e.st.needs_sm = sm;
+    return e;
+  }
+  constexpr StepEntry part(const char* p) const {  // of the lesson's problem `p` (07: "tile", "flash")
+    StepEntry e = *this;
+    e.st.part = p;
+    return e;
+  }
+  constexpr StepEntry arch_specific() const {  // needs's architecture alone (sm_90a)
+    StepEntry e = *this;
+    e.st.arch_specific = true;
+    return e;
+  }
+  constexpr operator Step<Launch>() const { return st; }  // NOLINT(google-explicit-constructor): a table entry
+};
+
+// The step `name` (what --step accepts) with its one-line idea (what --list prints) and its launcher.
+template <class Launch>
+constexpr StepEntry<Launch> step(const char* name, const char* idea, Launch launch) {
+  return StepEntry<Launch>{Step<Launch>{name, idea, launch}};
+}
+
 // What a step needs, as --list shows it: "any GPU", "sm_80+" (sm_80 or newer) or "sm_90a" (sm_90 alone).
 template <class Launch>
 std::string needs_text(const Step<Launch>& st) {

@@ -46,8 +46,6 @@ inline Trial sum_trial(const std::vector<float>& host, std::size_t n, DeviceBuff
 // it runs once and is compared with the float64 sum, and only a step whose check passed is timed.
 // A step with most_n < n runs on the first most_n values; its time is scaled to n and its name marked.
 inline std::vector<Row> run_sum(std::size_t n, SumContext& cx) {
-  if (n == sum_shapes(cx.args).front())
-    std::printf("error:  |GPU sum - float64 sum| / sum|x|;  [g] = timed by CUDA-graph replay\n");
   std::printf("\nn = %zu (%.1f MiB); floor = read once at copy bandwidth = %.4f ms\n", n, 4.0 * n / (1 << 20),
               4.0 * n / (cx.limits.copy_gbps * 1e9) * 1e3);
   const std::vector<float> host = uniform_floats(n, -1.0, 1.0, seed_for(n));
@@ -56,7 +54,7 @@ inline std::vector<Row> run_sum(std::size_t n, SumContext& cx) {
   std::vector<Scratch> scratch(cx.steps.size());  // each step's own: no step sees what another left in it
   auto on = [&](std::size_t m) {
     return [&, m](const SumStep& st, cudaStream_t s) {
-      st.launch.fn(x.data(), m, out.data(), scratch[&st - cx.steps.data()], s);
+      st.launch(x.data(), m, out.data(), scratch[&st - cx.steps.data()], s);
     };
   };
   std::vector<int> whole, capped;
@@ -112,6 +110,9 @@ inline Lesson<SumKernel, std::size_t> sum_lesson(const char* id, const char* tit
   l.sweep_help = "run n = 2^10, 2^12, ..., 2^28 instead of one n";
   l.slow_ms = 200.0;
   l.shapes = sum_shapes;
+  l.legend = [](const Args&) -> std::string {
+    return "error:  |GPU sum - float64 sum| / sum|x|;  [g] = timed by CUDA-graph replay";
+  };
   l.device_bytes = [](const std::size_t& n, const Args&) { return 4.0 * n; };
   l.run = run_sum;
   return l;

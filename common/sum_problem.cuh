@@ -27,6 +27,10 @@ struct SumKernel {
   // scales its time by n / most_n: one launch over all n would take seconds, long enough for a
   // display's watchdog to kill it. A sweep does not run it above most_n.
   std::size_t most_n = 0;
+  // Every lesson calls its step the same way: st.launch(...), with the launcher's arguments.
+  void operator()(const float* x, std::size_t n, float* out, Scratch& scratch, cudaStream_t s) const {
+    fn(x, n, out, scratch, s);
+  }
 };
 using SumStep = Step<SumKernel>;
 

@@ -147,11 +147,11 @@ struct PackWord<16> {
 };
 
 // The output store of steps 3-6: N floats narrowed to T and written to global memory with one store
-// instruction, __stwb (st.global.wb, the ordinary store) of a word as wide as the pack. kl::store_pack
-// copies a Pack, and in these kernels' unrolled loops nvcc 13 split that copy into N scalar stores
-// at a 16-byte stride: 16 sectors per warp-wide store instead of 4, a third of the bandwidth in f16
-// (README, "Steps 3-5: the stores"). An asm store cannot be split. (Step 2 keeps kl::store_pack: its
-// stores come out whole, and this one costs its 80-register kernels a 24-byte spill.)
+// instruction, __stwb (st.global.wb, the ordinary store) of a word as wide as the pack. The compiler
+// may split kl::store_pack's copy of a Pack into N scalar stores at a 16-byte stride (16 sectors per
+// warp-wide store instead of 4); an asm store cannot be split (README, "Steps 3-5: the stores";
+// NOTES.md, step 3). Step 2 keeps kl::store_pack: its stores stay whole, and this one would make its
+// 80-register kernels spill.
 template <int N, class T>
 __device__ __forceinline__ void store_whole(T* p, const float (&in)[N]) {
   kl::Pack<T, N> pk;

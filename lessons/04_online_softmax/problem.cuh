@@ -10,13 +10,7 @@
 
 namespace lesson04 {
 
-// The element types (Dtype, dtype_of, with_type, ...) live in common/pack.cuh.
-using kl::Dtype;
-using kl::dtype_bytes;
-using kl::dtype_name;
-using kl::dtype_of;
-using kl::parse_dtype;
-using kl::with_type;
+using namespace kl::dtypes;  // Dtype, dtype_of, with_type, ... (common/pack.cuh)
 
 // One softmax call: x and y point at rows x cols elements of dtype, row after row.
 struct Problem {

@@ -15,13 +15,15 @@
 
 namespace lesson04 {
 
-// The line under the limits: how the error is measured and when a step passes, for the run's dtype.
-inline void print_error_line(Dtype dtype) {
+// The legend under the limits: how the error is measured and when a step passes, for the run's dtype.
+inline std::string error_legend(Dtype dtype) {
   const Tolerance tol = tolerance(dtype);
-  std::printf(
-      "error:  max |y - ref| / (|ref| + %.0e), ref = float64 softmax; passes at <= %.1e;  "
-      "[g] = CUDA-graph replay\n",
-      tol.abs / tol.rel, tol.rel);
+  char line[160];
+  std::snprintf(line, sizeof line,
+                "error:  max |y - ref| / (|ref| + %.0e), ref = float64 softmax; passes at <= %.1e;  "
+                "[g] = CUDA-graph replay",
+                tol.abs / tol.rel, tol.rel);
+  return line;
 }
 
 // One shape in one dtype: fresh inputs rounded to T, the float64 reference, then the chosen steps
@@ -52,7 +54,7 @@ std::vector<kl::Row> run_shape_t(std::int64_t rows, std::int64_t cols, kl::Conte
   const std::vector<kl::Row> out = kl::run_steps(cx, trial, [&](const SoftmaxStep& st, cudaStream_t s) {
     const std::string why = st.launch.support(p, device_caps());
     if (!why.empty()) throw NotSupported(why);
-    st.launch.run(p, ws, s);
+    st.launch(p, ws, s);
   });
   if (std::find(cx.chosen.begin(), cx.chosen.end(), kDispatchStep - 1) != cx.chosen.end()) {
     const int pack = kl::widest_pack(p.x, p.y, cols, sizeof(T));
@@ -67,6 +69,31 @@ inline std::vector<kl::Row> run_shape(const Shape& sh, kl::Context<Launch>& cx) 
   std::vector<kl::Row> rows;
   with_type(parse_dtype(cx.args.dtype), [&](auto t) { rows = run_shape_t<decltype(t)>(sh.first, sh.second, cx); });
   return rows;
+}
+
+// The executable: its step table, options, shapes and run, for the driver (main.cu).
+inline kl::Lesson<Launch, Shape> lesson() {
+  kl::Lesson<Launch, Shape> l;
+  l.id = "04";
+  l.title = "online softmax: softmax of each row of an [M, K] matrix";
+  l.steps.assign(std::begin(kSteps), std::end(kSteps));
+  l.options = {
+      {"rows", kl::Option::size, "rows (default: 2^26 / K, so M * K = 2^26 elements, well over the L2 cache)"},
+      {"cols", kl::Option::size, "row length, the softmax dimension (default 4096); N or 2^E"},
+  };
+  l.dtypes = {"f32", "f16", "bf16"};
+  l.sweep_help = "run K = 32 ... 131072 (powers of two) and 1000, 4097, 50257, each with M = 2^26 / K";
+  l.notes =
+      "Loads and stores in the dtype, arithmetic in f32.\n"
+      "Bytes counted: M * K elements read + M * K written.\n";
+  l.slow_ms = 20.0;  // step 1 at long rows: three repetitions are enough (NOTES.md)
+  l.shapes = [](const kl::Args& a) { return shapes(a.size("rows"), a.size("cols"), a.sweep); };
+  l.device_bytes = [](const Shape& sh, const kl::Args& a) {
+    return 2.0 * static_cast<double>(sh.first) * static_cast<double>(sh.second) * dtype_bytes(parse_dtype(a.dtype));
+  };
+  l.legend = [](const kl::Args& a) { return error_legend(parse_dtype(a.dtype)); };
+  l.run = run_shape;
+  return l;
 }
 
 }  // namespace lesson04

@@ -4,6 +4,16 @@
 // table of steps that main.cu and test.cu walk, and the public API. The steps themselves (kernels and
 // launchers) are in steps/, their shared pieces in parts.cuh, the problem in problem.cuh; its
 // reference and the run of one shape for the executable, in host.cuh.
+//
+// The steps, one line each (--list prints them; --step takes the number or the name):
+//   1    three_kernels          max, sum of exp, normalise: three kernels, one thread per row
+//   2    warp_per_row           a warp per row, the row in registers, 16-byte packs, shuffles
+//   3    block_cached           a block per row, the row cached in shared memory
+//   4    block_uncached         a block per row, three passes over global memory
+//   5    online                 a block per row, running (max, sum): two passes over global memory
+//   6    cluster                a cluster of CTAs per row, partial (max, sum) via DSMEM (sm_90)
+//   7    dispatch               picks step 2, 3, 5 or 6 by row length, dtype and pack
+//   lib  cudnn                  cudnnSoftmaxForward (ACCURATE, INSTANCE)
 #pragma once
 #include <algorithm>
 #include <array>
@@ -163,32 +173,35 @@ using Support = std::string (*)(const Problem& p, const DeviceCaps& caps);
 struct Launch {
   Launcher run;
   Support support;  // "" when it can; else why not (the driver shows the step as n/a)
+  // Every lesson calls its step the same way: st.launch(...), with the launcher's arguments.
+  void operator()(const Problem& p, Workspace& ws, cudaStream_t s) const { run(p, ws, s); }
 };
 
 using SoftmaxStep = kl::Step<Launch>;
 
 inline constexpr SoftmaxStep kSteps[] = {
-    {"three_kernels", "max, sum of exp, normalise: three kernels, one thread per row", {launch_three_kernels, always}},
-    {"warp_per_row",
-     "a warp per row, the row in registers, 16-byte packs, shuffles",
-     {launch_warp_per_row, warp_support}},
-    {"block_cached", "a block per row, the row cached in shared memory", {launch_block_cached, cached_support}},
-    {"block_uncached", "a block per row, three passes over global memory", {launch_block_uncached, always}},
-    {"online", "a block per row, running (max, sum): two passes over global memory", {launch_online, always}},
-    {"cluster",
-     "a cluster of CTAs per row, partial (max, sum) via DSMEM (sm_90)",
-     {launch_cluster, cluster_support},
-     false,
-     90},
-    {"dispatch", "picks step 2, 3, 5 or 6 by row length, dtype and pack", {launch_dispatch, always}},
-    {"cudnn", "cudnnSoftmaxForward (ACCURATE, INSTANCE)", {launch_cudnn, cudnn_support}, true},
+    kl::step("three_kernels", "max, sum of exp, normalise: three kernels, one thread per row",
+             Launch{launch_three_kernels, always}),
+    kl::step("warp_per_row", "a warp per row, the row in registers, 16-byte packs, shuffles",
+             Launch{launch_warp_per_row, warp_support}),
+    kl::step("block_cached", "a block per row, the row cached in shared memory",
+             Launch{launch_block_cached, cached_support}),
+    kl::step("block_uncached", "a block per row, three passes over global memory",
+             Launch{launch_block_uncached, always}),
+    kl::step("online", "a block per row, running (max, sum): two passes over global memory",
+             Launch{launch_online, always}),
+    kl::step("cluster", "a cluster of CTAs per row, partial (max, sum) via DSMEM (sm_90)",
+             Launch{launch_cluster, cluster_support})
+        .needs(90),
+    kl::step("dispatch", "picks step 2, 3, 5 or 6 by row length, dtype and pack", Launch{launch_dispatch, always}),
+    kl::step("cudnn", "cudnnSoftmaxForward (ACCURATE, INSTANCE)", Launch{launch_cudnn, cudnn_support}).library(),
 };
 
 inline constexpr int kDispatchStep = 7;
 
 inline void launch_dispatch(const Problem& p, Workspace& ws, cudaStream_t s) {
   if (empty(p)) return;
-  kSteps[chosen_step(p) - 1].launch.run(p, ws, s);
+  kSteps[chosen_step(p) - 1].launch(p, ws, s);
 }
 
 // The public API: softmax(x * scale) of each row of a rows x cols matrix, through the dispatcher.

@@ -13,13 +13,7 @@
 
 namespace lesson05 {
 
-// The element types (Dtype, dtype_of, with_type, ...) live in common/pack.cuh.
-using kl::Dtype;
-using kl::dtype_bytes;
-using kl::dtype_name;
-using kl::dtype_of;
-using kl::parse_dtype;
-using kl::with_type;
+using namespace kl::dtypes;  // Dtype, dtype_of, with_type, ... (common/pack.cuh)
 
 // One top-K call: x holds rows x vocab logits of dtype; prob and idx receive rows x k results.
 struct Problem {

@@ -146,8 +146,17 @@ inline double tolerance(int k) {
 
 // ---- the shapes and the epilogue the executable runs ----------------------------------------------
 
+// --alpha, --beta, --bias, --act, --slope: the epilogue of a run (bias n and gelu_tanh by default).
+struct Epilogue {
+  float alpha = 1.f, beta = 0.f, slope = 0.01f;
+  Bias bias = Bias::n;
+  Act act = Act::gelu_tanh;
+};
+
+// A shape of the run and its epilogue (--alpha ... --slope, parsed once, by shapes()).
 struct Shape {
   int m, n, k;
+  Epilogue epilogue{};
 };
 
 constexpr Shape kDefaultShape{4096, 4096, 4096};
@@ -193,13 +202,6 @@ inline float parse_float(const std::string& what, const std::string& s) {
   return static_cast<float>(v);
 }
 
-// --alpha, --beta, --bias, --act, --slope: the epilogue of a run (bias n and gelu_tanh by default).
-struct Epilogue {
-  float alpha = 1.f, beta = 0.f, slope = 0.01f;
-  Bias bias = Bias::n;
-  Act act = Act::gelu_tanh;
-};
-
 inline Epilogue epilogue(const kl::Args& args) {
   Epilogue e;
   if (auto v = args.text("alpha")) e.alpha = parse_float("--alpha", *v);
@@ -213,8 +215,12 @@ inline Epilogue epilogue(const kl::Args& args) {
 // The shape from --size or --m, --n, --k (defaults where not given), or the sweep's; refused, never
 // clamped, when M is above kMaxRows or N or K above kMaxNK.
 inline std::vector<Shape> shapes(const kl::Args& args) {
-  epilogue(args);  // refuses a bad --alpha, --beta, --slope, --bias or --act before any GPU work
-  if (args.sweep) return sweep_shapes();
+  const Epilogue e = epilogue(args);  // refuses a bad --alpha, --beta, --slope, --bias or --act before any GPU work
+  if (args.sweep) {
+    std::vector<Shape> v = sweep_shapes();
+    for (Shape& sh : v) sh.epilogue = e;
+    return v;
+  }
   const auto size = args.size("size");
   if (size && (args.given("m") || args.given("n") || args.given("k")))
     throw kl::UsageError("--size sets M, N and K: give either --size or --m/--n/--k");
@@ -226,7 +232,7 @@ inline std::vector<Shape> shapes(const kl::Args& args) {
                            " is too large (at most 2^31 - 256: columns and k are indexed in int)");
     return static_cast<int>(*v);
   };
-  const Shape sh{dim("m", kDefaultShape.m), dim("n", kDefaultShape.n), dim("k", kDefaultShape.k)};
+  const Shape sh{dim("m", kDefaultShape.m), dim("n", kDefaultShape.n), dim("k", kDefaultShape.k), e};
   if (sh.m > kMaxRows) throw kl::UsageError("--m: M = " + std::to_string(sh.m) + " is too large (at most 2^19)");
   return {sh};
 }

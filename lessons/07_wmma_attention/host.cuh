@@ -60,6 +60,42 @@ inline std::vector<float> to_floats(const std::vector<__half>& h) {
   return f;
 }
 
+inline std::vector<__half> to_halves(const std::vector<float>& x) {
+  std::vector<__half> h(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) h[i] = __float2half_rn(x[i]);
+  return h;
+}
+
+// The tests' inputs (lessons 07 and 09): Q, K, V uniform with unit variance, drawn on the CPU and
+// already rounded to f16, so that the float64 reference sees exactly what the GPU reads.
+struct HostQkv {
+  std::vector<float> q, k, v;
+};
+
+inline HostQkv test_inputs(const Problem& p, std::uint64_t seed) {
+  const auto draw = [n = static_cast<std::size_t>(p.elements())](std::uint64_t s) {
+    std::vector<float> x = kl::uniform_floats(n, -1.7320508, 1.7320508, s);
+    for (auto& e : x) e = __half2float(__float2half_rn(e));
+    return x;
+  };
+  return {draw(seed), draw(seed + 1), draw(seed + 2)};
+}
+
+// Q, K, V and O of one problem on the GPU (the executables' and the tests'); on(p) points p at them.
+struct DeviceQkvo {
+  kl::DeviceBuffer<__half> q, k, v, o;
+  explicit DeviceQkvo(const Problem& p)  // O, and Q, K, V for fill_inputs
+      : q(static_cast<std::size_t>(p.elements())), k(q.size()), v(q.size()), o(q.size()) {}
+  explicit DeviceQkvo(const HostQkv& in) : q(to_halves(in.q)), k(to_halves(in.k)), v(to_halves(in.v)), o(q.size()) {}
+  Problem on(Problem p) {
+    p.q = q.data();
+    p.k = k.data();
+    p.v = v.data();
+    p.o = o.data();
+    return p;
+  }
+};
+
 // ---- references -------------------------------------------------------------------------------------
 
 // float64 attention of the query rows listed in `rows` (global row indices b·H·S + h·S + i, or all

@@ -76,8 +76,7 @@ inline const std::string& cluster_missing() {
 template <class T, int Pack>
 void launch_cluster_t(const Problem& p, cudaStream_t s) {
   const auto kernel = softmax_cluster<T, Pack, kClusterThreads>;
-  static const std::string why = kl::arch_missing(kernel, 90);
-  if (!why.empty()) throw kl::NotSupported(why);
+  kl::require_arch<softmax_cluster<T, Pack, kClusterThreads>>(90);
   static const bool ready = allow_large_smem(kernel);
   (void)ready;
   const int size = cluster_size(p.cols, sizeof(T));

@@ -30,7 +30,7 @@ struct Config {
   static constexpr int kSmemBytes = S * kStageFloats * 4;
 };
 
-// The configuration steps 6 and 7 use (the fastest of tune.cuh's candidates on the H100, see the
+// The configuration steps 6 and 7 use (the fastest of run.cuh's candidates on the H100, see the
 // README): 16 warps of 32x64, 8x8 a thread, three stages of 16-deep tiles (72 KB).
 using Tuned = Config<128, 256, 16>;
 
@@ -111,8 +111,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 // (a GPU older than sm_80, or code compiled for one), asked once.
 template <class Cfg, class Epi>
 void launch_warp_tiled(const Problem& p, cudaStream_t s, int slices = 1, int depth = 0, std::int64_t slice_stride = 0) {
-  static const std::string why = kl::arch_missing(gemm_warp_tiled<Cfg, Epi>, 80);
-  if (!why.empty()) throw kl::NotSupported(why);
+  kl::require_arch<gemm_warp_tiled<Cfg, Epi>>(80);
   static const bool opted_in =
       Cfg::kSmemBytes <= (48 << 10) ||
       cudaFuncSetAttribute(gemm_warp_tiled<Cfg, Epi>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes) ==

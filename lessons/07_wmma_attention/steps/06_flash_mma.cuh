@@ -122,8 +122,7 @@ constexpr std::size_t flash_mma_smem() {
 // One instance, refused first where it was compiled out of this build or the GPU is older than sm_80.
 template <int D, bool kCausal>
 void launch_flash_mma_as(const Problem& p, cudaStream_t s) {
-  static const std::string why = kl::arch_missing(flash_mma<D, kCausal>, 80);  // "" where this build runs it
-  if (!why.empty()) throw kl::NotSupported(why);
+  kl::require_arch<flash_mma<D, kCausal>>(80);
   launch_with_smem<flash_mma<D, kCausal>>(flash_mma_smem<D>(), kMmaWarps, p, s);
 }
 
