@@ -20,10 +20,10 @@ namespace lesson09 {
 using lesson07::kBc;  // keys per tile: 64
 using lesson07::Problem;
 
+// ---- introduced by step 2 (wgmma), used by steps 2-5 ----------------------------------------------
+
 // Step 2's block: two warpgroups of 64 query rows share each K/V tile (128 rows, as lesson 07's step 6).
 constexpr int kWgmmaGroups = 2, kWgmmaBr = 64 * kWgmmaGroups;
-
-// ---- introduced by step 2 (wgmma), used by steps 2-5 ----------------------------------------------------
 
 // Steps 2-5: the start of the dynamic shared memory rounded up to 1024 bytes, the alignment the 128-byte
 // swizzle of wgmma's and TMA's panels repeats on; each kernel asks for 1024 bytes more than its layout.
@@ -136,7 +136,7 @@ void launch_flash(std::size_t smem, int threads, const Problem& p, cudaStream_t 
   CUDA_CHECK_LAUNCH();
 }
 
-// ---- introduced by step 3 (TMA on mbarriers), used by steps 3-5 --------------------------------------
+// ---- introduced by step 3 (TMA on mbarriers), used by steps 3-5 ----------------------------------
 
 constexpr int kTmaStages = 3;
 
@@ -183,7 +183,7 @@ inline TmaMaps tma_maps(const Problem& p) {
           head_tensor_map(p.v, p.heads_total(), p.seq, p.dim)};
 }
 
-// ---- introduced by step 4 (warp specialisation), used by steps 4-5 -----------------------------------
+// ---- introduced by step 4 (warp specialisation), used by steps 4-5 -------------------------------
 
 // Producer warpgroup 0, consumer warpgroups 1 and 2 (64 query rows each, as in steps 2-3).
 constexpr int kWsThreads = 128 * (1 + kWgmmaGroups);
