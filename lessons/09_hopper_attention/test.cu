@@ -1,7 +1,7 @@
 // Lesson 09 checks. CPU cases: the step table (what each step needs, where the Hopper steps sit, the
 // labels), shape validation and the command-line shapes, the sweep. The "gpu" suite walks the whole
 // table, so a new step is tested by its entry alone: every step on fresh f16 inputs, output poisoned,
-// against the float64 reference of lesson 07 (problem.cuh), at S = 1, 17, 64, 100, 128, 129 and 1000
+// against the float64 reference of lesson 07 (host.cuh), at S = 1, 17, 64, 100, 128, 129 and 1000
 // (tails that are no multiple of any tile, causal key tiles above the diagonal skipped), D = 64 and 128,
 // causal and not; scores scaled by 1e3 (the row max must be subtracted); replay from a CUDA graph. A step
 // that cannot run here (step 1 below sm_80, a Hopper step anywhere but on an sm_90 GPU) is n/a: reported
