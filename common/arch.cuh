@@ -47,4 +47,13 @@ std::string arch_missing(Kernel* kernel, int needs) {
   return "";
 }
 
+// What a step's launcher calls first: throws NotSupported (the driver shows the step n/a) with
+// arch_missing's reason when `Kernel` cannot run here. Asked once per kernel, on its first launch (the
+// untimed check run, so never inside a CUDA-graph capture).
+template <auto Kernel>
+void require_arch(int needs) {
+  static const std::string why = arch_missing(Kernel, needs);
+  if (!why.empty()) throw NotSupported(why);
+}
+
 }  // namespace kl
