@@ -47,6 +47,15 @@ std::string arch_missing(Kernel* kernel, int needs) {
   return "";
 }
 
+// What a step's launcher calls first: throws NotSupported (the driver shows the step n/a) with
+// arch_missing's reason when `Kernel` cannot run here. Asked once per kernel, on its first launch (the
+// untimed check run, so never inside a CUDA-graph capture).
+template <auto Kernel>
+void require_arch(int needs) {
+  static const std::string why = arch_missing(Kernel, needs);
+  if (!why.empty()) throw NotSupported(why);
+}
+
 // The reason arch-specific code (sm_90a: wgmma, setmaxnreg) cannot run here ("" when it can): `probe`
 // is a kernel of a target compiled for that architecture alone (SASS, no PTX), which the CUDA runtime
 // finds only on a GPU of exactly that architecture. `arch` ("sm_90a") and `what` ("wgmma and

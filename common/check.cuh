@@ -4,8 +4,10 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace kl {
 
@@ -23,6 +25,17 @@ struct NoDevice : std::runtime_error {
 struct NotSupported : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// a * b * ..., refused (UsageError naming `what`) when the product exceeds `limit`.
+inline std::int64_t checked_product(const std::vector<std::int64_t>& factors, std::int64_t limit,
+                                    const std::string& what) {
+  std::int64_t p = 1;
+  for (std::int64_t f : factors) {
+    if (f > 0 && p > limit / f) throw UsageError(what + " is too large (more than " + std::to_string(limit) + ")");
+    p *= f;
+  }
+  return p;
+}
 
 inline void cuda_check(cudaError_t err, const char* call, const char* file, int line) {
   if (err != cudaSuccess) {

@@ -35,17 +35,6 @@ inline std::string escaped(const std::string& s) {
   return out;
 }
 
-// a * b * ..., refused (UsageError naming `what`) when the product exceeds `limit`.
-inline std::int64_t checked_product(const std::vector<std::int64_t>& factors, std::int64_t limit,
-                                    const std::string& what) {
-  std::int64_t p = 1;
-  for (std::int64_t f : factors) {
-    if (f > 0 && p > limit / f) throw UsageError(what + " is too large (more than " + std::to_string(limit) + ")");
-    p *= f;
-  }
-  return p;
-}
-
 class Cli {
  public:
   Cli(int argc, const char* const* argv) {

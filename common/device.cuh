@@ -1,6 +1,7 @@
 // The GPU we run on and the limits every step is measured against. Limits are measured, not
 // quoted: the copy bandwidth comes from a device-to-device copy in the same run.
 #pragma once
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct DeviceInfo {
   // consumer, Ada, Hopper, Blackwell).
   static int fp32_lanes_per_sm(int major, int minor) { return major < 8 || (major == 8 && minor == 0) ? 64 : 128; }
 };
+
+// KL_SANITIZE=1: the tests run under compute-sanitizer (10-100x slower), so they keep their sizes small.
+inline bool sanitizing() { return std::getenv("KL_SANITIZE") != nullptr; }
 
 // Throws NoDevice (exit 77) when there is no usable GPU.
 inline DeviceInfo device_info() {

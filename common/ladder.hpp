@@ -2,6 +2,17 @@
 // that choose its shape, and a function that runs the chosen steps on one shape; the driver does the
 // rest once for all lessons: --help, --list, --step, --reps, --csv, --sweep, --no-check, --dtype,
 // validating every option before any GPU work, the device and limit lines, and the CSV.
+//
+// The measure loop (ladder_main, run_steps, measure_steps), in short:
+//   parse the command line; refuse bad input (exit 2) before any GPU work; --list prints the table
+//   limits = the measured copy bandwidth (+ the lesson's measure_limits); print them and the legend
+//   for each shape (one, or the sweep's): the lesson's run makes inputs and the reference, then
+//     for each chosen step:
+//       n/a if its needs_sm is newer than the GPU, or its launcher throws NotSupported
+//       poison the output; run the step once; error = compare the output with the reference
+//       error <= tolerance ? time it (L2 flushed, median of reps, a CUDA graph if short) : FAILED
+//     print the table of the shape
+//   append every row (and the copy as a row) to --csv; exit 1 if any step FAILED
 #pragma once
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,39 +32,10 @@
 #include "common/check.cuh"
 #include "common/cli.hpp"
 #include "common/report.hpp"
+#include "common/step.hpp"
 #include "common/timing.cuh"
 
 namespace kl {
-
-// One entry of a lesson's step table. `Launch` is the lesson's launcher type.
-template <class Launch>
-struct Step {
-  const char* name;  // the step's kernel, also what --step accepts
-  const char* idea;  // one line: what this step changes, for --list
-  Launch launch;
-  bool library = false;        // a library baseline, labelled "lib"
-  int needs_sm = 0;            // oldest GPU architecture it runs on (80 = sm_80); 0: any
-  const char* part = nullptr;  // lessons with several problems (07: "tile", "flash"); else null
-  // needs_sm's arch-specific features ("a": sm_90a's wgmma, setmaxnreg), whose code runs on that
-  // architecture alone, not on newer ones: shown as sm_90a, and the launcher refuses other GPUs.
-  bool arch_specific = false;
-};
-
-// What a step needs, as --list shows it: "any GPU", "sm_80+" (sm_80 or newer) or "sm_90a" (sm_90 alone).
-template <class Launch>
-std::string needs_text(const Step<Launch>& st) {
-  if (!st.needs_sm) return "any GPU";
-  return "sm_" + std::to_string(st.needs_sm) + (st.arch_specific ? "a" : "+");
-}
-
-// "1", "2", ... counting the lesson's own steps in order; "lib" for a library baseline.
-template <class Launch>
-std::string step_label(const std::vector<Step<Launch>>& steps, int i) {
-  if (steps[i].library) return "lib";
-  int n = 0;
-  for (int j = 0; j <= i; ++j) n += steps[j].library ? 0 : 1;
-  return std::to_string(n);
-}
 
 // A lesson option: a size ("--rows 4096", "2^12"), a text ("--part tile") or a flag ("--causal").
 struct Option {
@@ -121,6 +103,9 @@ struct Lesson {
   std::function<double(const Shape&, const Args&)> host_bytes;
   // Optional: measures more limits (e.g. a tensor-core peak) and prints their line.
   std::function<void(Limits&, const DeviceInfo&)> measure_limits;
+  // Optional: the legend printed under the limits, how the error column is measured and when a step
+  // passes ("error: ..."), for this run's options (lesson 04's depends on --dtype).
+  std::function<std::string(const Args&)> legend;
   // Checks and times the chosen steps on one shape (usually through run_steps below).
   std::function<std::vector<Row>(const Shape&, Context<Launch>&)> run;
 };
@@ -296,6 +281,19 @@ class CsvFile {
   std::ofstream out_;
 };
 
+// The end of every run: the rows into the CSV (when one was asked for), with the measured copy as a
+// row of its own (the figures draw it as the limit); exit code 1 when any step failed its check.
+inline int finish_run(CsvFile* csv, const std::string& lesson, std::vector<Row> rows, const Limits& l,
+                      const std::string& gpu) {
+  bool failed = false;
+  for (const auto& r : rows) failed |= !r.ok;
+  if (csv) {
+    rows.push_back(copy_row(l));
+    csv->write(lesson, rows, l, gpu);
+  }
+  return failed ? 1 : 0;
+}
+
 template <class Launch, class Shape>
 int ladder_main(const Lesson<Launch, Shape>& l, int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
@@ -356,6 +354,7 @@ int ladder_main(const Lesson<Launch, Shape>& l, int argc, char** argv) {
               dev.l2_bytes >> 20, dev.smem_per_block_optin >> 10, dev.cc_major, dev.cc_minor);
   std::printf("limit:  device-to-device copy %.0f GB/s (bytes read + written)\n", limits.copy_gbps);
   if (l.measure_limits) l.measure_limits(limits, dev);
+  if (l.legend) std::printf("%s\n", l.legend(args).c_str());
 
   Timer timer(dev);
   Context<Launch> cx{l.steps, chosen, args, dev, limits, timer, check, reps, l.slow_ms, l.warmup_ms};
@@ -364,13 +363,7 @@ int ladder_main(const Lesson<Launch, Shape>& l, int argc, char** argv) {
     const std::vector<Row> rows = l.run(sh, cx);
     all.insert(all.end(), rows.begin(), rows.end());
   }
-  bool failed = false;
-  for (const auto& r : all) failed |= !r.ok;
-  if (csv) {
-    all.push_back(copy_row(cx.limits));
-    csv->write(l.id, all, cx.limits, dev.name);
-  }
-  return failed ? 1 : 0;
+  return finish_run(csv ? &*csv : nullptr, l.id, all, cx.limits, dev.name);
 }
 
 // main() of every lesson: ladder_main with bad input, no GPU and CUDA errors turned into one line

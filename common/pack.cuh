@@ -132,4 +132,15 @@ void with_type(Dtype d, F&& f) {
   else f(__nv_bfloat16{});
 }
 
+// The element types by the names lessons 04 and 05 use, for a lesson's namespace:
+// `using namespace kl::dtypes;` brings Dtype, dtype_bytes, dtype_name, dtype_of, parse_dtype, with_type.
+namespace dtypes {
+using kl::Dtype;
+using kl::dtype_bytes;
+using kl::dtype_name;
+using kl::dtype_of;
+using kl::parse_dtype;
+using kl::with_type;
+}  // namespace dtypes
+
 }  // namespace kl

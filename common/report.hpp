@@ -3,9 +3,7 @@
 #pragma once
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -82,34 +80,6 @@ inline Row copy_row(const Limits& l) {
   r.bytes = 1073741824.0;
   r.ms.median = r.ms.min = r.ms.max = r.bytes / (l.copy_gbps * 1e9) * 1e3;
   return r;
-}
-
-// Appends rows to `path`, writing the header first when the file is new or empty.
-inline void append_csv(const std::string& path, const std::string& lesson, const std::vector<Row>& rows,
-                       const Limits& l, const std::string& gpu) {
-  bool fresh;
-  {
-    std::ifstream in(path);
-    fresh = !in.good() || in.peek() == std::ifstream::traits_type::eof();
-  }
-  std::ofstream out(path, std::ios::app);
-  if (!out) throw UsageError("cannot write CSV file '" + path + "'");
-  if (fresh) out << kCsvHeader << '\n';
-  for (const auto& r : rows) out << csv_line(lesson, r, l, gpu) << '\n';
-}
-
-// The end of every lesson's run: append the rows to the CSV, if one was asked for, with the
-// measured copy as a row of its own (the figures draw it as the limit); exit code 1 when any step
-// failed its check.
-inline int finish_run(const std::optional<std::string>& csv, const std::string& lesson, std::vector<Row> rows,
-                      const Limits& l, const std::string& gpu) {
-  bool failed = false;
-  for (const auto& r : rows) failed |= !r.ok;
-  if (csv) {
-    rows.push_back(copy_row(l));
-    append_csv(*csv, lesson, rows, l, gpu);
-  }
-  return failed ? 1 : 0;
 }
 
 // Prints the rows of one shape: time, throughput, % of the limit, speed-up over step 1 and

@@ -12,9 +12,8 @@ constexpr float kLog2e = 1.4426950408889634f;
 __host__ __device__ __forceinline__ float max_nan(float a, float b) { return (a != a || a > b) ? a : b; }
 
 // The same result in one instruction on sm_80+ (max.NaN), reached only through inline PTX, which the
-// compiler cannot see through. Measured on the H100: 8 % faster in lesson 05's instruction-bound
-// per-logit loop (f16), but up to 9 % slower in lesson 04's block steps, where it changed unrolling
-// and spilled; each lesson uses the form its measurements chose.
+// compiler cannot see through: fewer instructions, but a different schedule around it. Each lesson
+// uses the form its measurements chose (lessons 04 and 05, NOTES.md: "the NaN-keeping max").
 __host__ __device__ __forceinline__ float max_nan_1op(float a, float b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   float r;

@@ -11,7 +11,7 @@
 
 #include "common/random.hpp"
 #include "common/reference.hpp"
-#include "common/sum_problem.cuh"
+#include "common/sum_lesson.cuh"
 
 namespace kl::sum_checks {
 
@@ -32,9 +32,6 @@ inline void step_table(const std::vector<SumStep>& steps) {
   CHECK(library == 1);
   CHECK(steps.back().library);
 }
-
-// KL_SANITIZE=1 (compute-sanitizer runs, 10-100x slower) keeps the sizes small.
-inline bool sanitizing() { return std::getenv("KL_SANITIZE") != nullptr; }
 
 // The foundation's sizes: tiny, around a warp, awkward, a prime near 10^6, 2^24 and 2^28.
 inline std::vector<std::size_t> sizes() {
@@ -211,10 +208,10 @@ inline void graph_replay(const std::vector<SumStep>& steps) {
     CAPTURE(step);
     DeviceBuffer<float> out(1);
     Scratch scratch;
-    steps[i].launch.fn(x.data() + 1, n, out.data(), scratch, stream);  // first run: scratch allocated here
+    steps[i].launch(x.data() + 1, n, out.data(), scratch, stream);  // first run: scratch allocated here
     CUDA_CHECK(cudaStreamSynchronize(stream));
     const cudaGraphExec_t exec =
-        capture_graph(stream, [&](cudaStream_t s) { steps[i].launch.fn(x.data() + 1, n, out.data(), scratch, s); });
+        capture_graph(stream, [&](cudaStream_t s) { steps[i].launch(x.data() + 1, n, out.data(), scratch, s); });
     for (int replay = 0; replay < 3; ++replay) {
       out.poison();
       CUDA_CHECK(cudaGraphLaunch(exec, stream));

@@ -182,8 +182,8 @@ TEST_CASE("csv: one schema, empty numbers for a FAILED row, commas kept out, hea
 
   const std::string path = "test_common_out.csv";
   std::remove(path.c_str());
-  kl::append_csv(path, "01", {ok}, lim, "GPU X");
-  kl::append_csv(path, "01", {bad}, lim, "GPU X");
+  kl::CsvFile(path).write("01", {ok}, lim, "GPU X");
+  kl::CsvFile(path).write("01", {bad}, lim, "GPU X");
   std::ifstream in(path);
   std::string line;
   std::vector<std::string> lines;
@@ -200,10 +200,13 @@ TEST_CASE("finish_run: exit 1 when a step failed; the CSV ends with the measured
   ok.bytes = bad.bytes = 32;
   ok.ms = {1, 1, 1, 1};
   bad.ok = false;
-  CHECK(kl::finish_run(std::nullopt, "01", {ok}, lim, "GPU") == 0);
+  CHECK(kl::finish_run(nullptr, "01", {ok}, lim, "GPU") == 0);
   const std::string path = "test_finish_run.csv";
   std::remove(path.c_str());
-  CHECK(kl::finish_run(path, "01", {ok, bad}, lim, "GPU") == 1);
+  {
+    kl::CsvFile csv(path);
+    CHECK(kl::finish_run(&csv, "01", {ok, bad}, lim, "GPU") == 1);
+  }
   std::ifstream in(path);
   std::string line, last;
   int lines = 0;

@@ -82,9 +82,11 @@ def series(rows, step, dim, causal):
     return sorted(pts)
 
 
-def flash_figure(rows, path):
-    """TFLOP/s vs S, one panel per (D, causal): steps 5-6, the library, PyTorch's backends, the peak."""
-    panels = [(d, c) for d in (64, 128) for c in (False, True) if any(series(rows, s, d, c) for s, _ in FLASH_LINES)]
+def flash_panels(rows, lines, title, path):
+    """TFLOP/s vs S, one panel per (D, causal) that has rows: each (step, legend label) of `lines`, the
+    numbered steps solid, the library and PyTorch dashed, the measured cuBLAS f16 GEMM peak dotted
+    (lessons 07 and 09)."""
+    panels = [(d, c) for d in (64, 128) for c in (False, True) if any(series(rows, s, d, c) for s, _ in lines)]
     if not panels:
         return None
     peak = peak_tflops(rows)
@@ -95,9 +97,9 @@ def flash_figure(rows, path):
     for ax in flat[len(panels):]:
         ax.set_visible(False)
     for ax, (dim, causal) in zip(flat, panels):
-        for step, label in FLASH_LINES:
+        for step, label in lines:
             pts = series(rows, step, dim, causal)
-            if len(pts) >= 1:
+            if pts:
                 ax.plot(*zip(*pts), "-" if step.isdigit() else "--", marker="o", markersize=3, label=label)
         if not math.isnan(peak):
             ax.axhline(peak, color="tab:red", linestyle=":", label=f"cuBLAS f16 GEMM {peak:.0f}")
@@ -107,8 +109,13 @@ def flash_figure(rows, path):
         ax.set_title(f"D = {dim}" + (", causal" if causal else ""))
         ax.set_ylabel("TFLOP/s (4 B H S^2 D, halved if causal)")
     flat[0].legend(fontsize=7, loc="lower right")
-    fig.suptitle(f"Lesson 07, Part B: flash attention forward, {rows[0]['gpu']}")
+    fig.suptitle(f"{title}, {rows[0]['gpu']}")
     return klplot.save(fig, path)
+
+
+def flash_figure(rows, path):
+    """Part B: steps 5-6, the library, PyTorch's backends, the peak."""
+    return flash_panels(rows, FLASH_LINES, "Lesson 07, Part B: flash attention forward", path)
 
 
 def draw(rows, out_dir):

@@ -2,7 +2,6 @@
 steps the CSV holds), the library row and PyTorch's SDPA backends, one panel per (D, causal), against
 the tensor-core peak measured in the same run. Shapes are lesson 07's flash shapes,
 "BxHxSxD=16x16x4096x64[;causal]"; the parsing and the series are lesson 07's (plots/lesson07.py)."""
-import math
 import os
 
 import klplot
@@ -11,7 +10,6 @@ import lesson07
 DEFAULT_SHAPE = "BxHxSxD=16x16x4096x64"  # lesson09's default run
 PYTORCH = (("pytorch_flash", "PyTorch FLASH_ATTENTION"), ("pytorch_cudnn", "PyTorch CUDNN_ATTENTION"),
            ("pytorch_efficient", "PyTorch EFFICIENT_ATTENTION"))
-PANELS = [(d, c) for d in (64, 128) for c in (False, True)]
 
 
 def lines(rows):
@@ -29,34 +27,8 @@ def lines(rows):
 
 
 def figure(rows, path):
-    """TFLOP/s vs S, one panel per (D, causal) that has rows: the lesson's steps solid, the library and
-    PyTorch dashed, the measured cuBLAS f16 GEMM peak dotted."""
-    drawn = lines(rows)
-    panels = [(d, c) for d, c in PANELS if any(lesson07.series(rows, s, d, c) for s, _ in drawn)]
-    if not panels:
-        return None
-    peak = lesson07.peak_tflops(rows)
-    cols = min(2, len(panels))
-    grid_rows = (len(panels) + cols - 1) // cols
-    fig, axes = klplot.plt.subplots(grid_rows, cols, figsize=(7 * cols, 4.8 * grid_rows), squeeze=False, sharey=True)
-    flat = [ax for row in axes for ax in row]
-    for ax in flat[len(panels):]:
-        ax.set_visible(False)
-    for ax, (dim, causal) in zip(flat, panels):
-        for step, label in drawn:
-            pts = lesson07.series(rows, step, dim, causal)
-            if pts:
-                ax.plot(*zip(*pts), "-" if step.isdigit() else "--", marker="o", markersize=3, label=label)
-        if not math.isnan(peak):
-            ax.axhline(peak, color="tab:red", linestyle=":", label=f"cuBLAS f16 GEMM {peak:.0f}")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("S (sequence length), B = 65536 / S, H = 16")
-        ax.set_title(f"D = {dim}" + (", causal" if causal else ""))
-        ax.set_ylabel("TFLOP/s (4 B H S^2 D, halved if causal)")
-    flat[0].legend(fontsize=7, loc="lower right")
-    fig.suptitle(f"Lesson 09: attention forward on Hopper, {rows[0]['gpu']}")
-    return klplot.save(fig, path)
+    """TFLOP/s vs S, one panel per (D, causal) that has rows (lesson07.flash_panels)."""
+    return lesson07.flash_panels(rows, lines(rows), "Lesson 09: attention forward on Hopper", path)
 
 
 def draw(rows, out_dir):

@@ -1,5 +1,5 @@
 """summary.py DIR: one line per lesson from DIR/lessonNN.csv: the best step at the lesson's default
-shape and dtype (the first of main.cu's lesson.dtypes, as the executable's default run), its % of the
+shape and dtype (the first of the lesson's l.dtypes, as the executable's default run), its % of the
 limit, and how it compares with step 1, the library and PyTorch in that same dtype. Ratios have two
 significant digits."""
 import collections
@@ -17,14 +17,17 @@ LESSONS = os.path.join(klplot.ROOT, "lessons")
 
 
 def default_dtype(lesson):
-    """The dtype of lessonNN's default run: the first of `lesson.dtypes = {...}` in its main.cu, else
-    "f32" (common/ladder.hpp's default)."""
-    mains = glob.glob(os.path.join(LESSONS, lesson[len("lesson"):] + "_*", "main.cu"))
-    if len(mains) != 1:
-        sys.exit(f"summary: no single lessons/{lesson[len('lesson'):]}_*/main.cu for {lesson}")
-    with open(mains[0]) as f:
-        m = re.search(r'\.dtypes\s*=\s*\{\s*"(\w+)"', f.read())
-    return m.group(1) if m else "f32"
+    """The dtype of lessonNN's default run: the first of `l.dtypes = {...}` where its kl::Lesson is made
+    (lessonNN::lesson(), in a file of lessons/NN_*/), else "f32" (common/ladder.hpp's default)."""
+    folders = glob.glob(os.path.join(LESSONS, lesson[len("lesson"):] + "_*"))
+    if len(folders) != 1:
+        sys.exit(f"summary: no single lessons/{lesson[len('lesson'):]}_*/ for {lesson}")
+    for path in sorted(glob.glob(os.path.join(folders[0], "*.cu*"))):
+        with open(path) as f:
+            m = re.search(r'\.dtypes\s*=\s*\{\s*"(\w+)"', f.read())
+        if m:
+            return m.group(1)
+    return "f32"
 
 
 def ratio(x):

@@ -21,7 +21,7 @@
 #include "common/random.hpp"
 #include "common/softmax_math.cuh"
 #include "common/warp.cuh"
-#include "lessons/04_online_softmax/problem.cuh"
+#include "lessons/04_online_softmax/host.cuh"
 
 // Each set of exercise files in a namespace of its own: the files graded, the solution, the wrong
 // techniques. (Everything those files include is included above, outside the namespaces.)

@@ -23,6 +23,7 @@
 #include "common/pack.cuh"
 #include "common/random.hpp"
 #include "lessons/05_topk_fusion/parts.cuh"
+#include "lessons/05_topk_fusion/host.cuh"
 #include "lessons/05_topk_fusion/problem.cuh"
 
 // Each set of exercise files in a namespace of its own: the files graded, the solution, the wrong

@@ -18,6 +18,7 @@
 #include "common/check.cuh"
 #include "common/grade.cuh"
 #include "common/random.hpp"
+#include "lessons/06_tiled_gemm/host.cuh"
 #include "lessons/06_tiled_gemm/parts.cuh"
 
 // Each set of exercise files in a namespace of its own: the files graded, the solution, the wrong

@@ -16,6 +16,7 @@
 #include "common/softmax_math.cuh"
 #include "common/warp.cuh"
 #include "lessons/09_hopper_attention/hopper.cuh"
+#include "lessons/09_hopper_attention/host.cuh"
 #include "lessons/09_hopper_attention/problem.cuh"
 #include "lessons/09_hopper_attention/steps/05_overlap.cuh"
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/sum_checks.hpp"
+#include "common/sum_lesson.cuh"
 #include "lessons/01_naive_reduction/reduce.cuh"
 
 TEST_CASE("the step table: unique names, one library baseline, last") { kl::sum_checks::step_table(lesson01::kSteps); }

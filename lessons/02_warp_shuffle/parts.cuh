@@ -1,5 +1,6 @@
 // What the steps of lesson 02 share: the launch (every step launches the same way), lesson 01's
-// grid-stride loop (steps 2-3), and the pieces of the 16-byte loads (step 4 introduces them).
+// grid-stride loop (steps 2-3), the pieces of the 16-byte loads (step 4 introduces them), and the
+// kUnroll loads in flight (step 5 introduces them; step 6 reuses them).
 #pragma once
 #include <cstddef>
 
@@ -54,5 +55,30 @@ __device__ __forceinline__ float edge_partial(const float* x, std::size_t n, con
 }
 
 __device__ __forceinline__ float sum4(float4 q) { return (q.x + q.y) + (q.z + q.w); }
+
+// Step 5 (the loads): kUnroll float4 loads, a grid-stride apart (each still coalesced across the
+// warp), issued before any of them is added, into independent accumulators. A thread now waits
+// for one memory latency per kUnroll loads instead of per load (Little's law: ~2 MB in flight).
+template <int kUnroll>
+__device__ __forceinline__ float float4_unrolled_partial(const float* x, std::size_t n) {
+  const Float4Split sp(x, n);
+  const float4* vec = reinterpret_cast<const float4*>(sp.body(x));
+  const std::size_t tid = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
+  float acc[kUnroll] = {};
+  std::size_t i = tid;
+  for (; i + (kUnroll - 1) * stride < sp.packs; i += kUnroll * stride) {
+    float4 q[kUnroll];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) q[k] = vec[i + k * stride];
+#pragma unroll
+    for (int k = 0; k < kUnroll; ++k) acc[k] += sum4(q[k]);
+  }
+  for (; i < sp.packs; i += stride) acc[0] += sum4(vec[i]);  // fewer than kUnroll float4 left
+  float s = edge_partial(x, n, sp, tid);
+#pragma unroll
+  for (int k = 0; k < kUnroll; ++k) s += acc[k];
+  return s;
+}
 
 }  // namespace lesson02

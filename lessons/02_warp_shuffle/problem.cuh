@@ -1,5 +1,5 @@
 // Lesson 02 — warp shuffle: the sum of n floats again. The problem is the one the three reduction
-// lessons share, in common/sum_problem.cuh: the launcher signature, the float64 reference and its
-// tolerance, --n and the sweep, and the run for one n.
+// lessons share, in common/sum_problem.cuh (the launcher signature, the CUB baseline); the float64
+// reference and its tolerance, --n and the sweep, and the run for one n are in common/sum_lesson.cuh.
 #pragma once
 #include "common/sum_problem.cuh"

@@ -2,12 +2,26 @@
 // use the register -> warp shuffle -> shared memory -> block hierarchy and finish in two launches or
 // in one; then the CUB baseline) that main.cu runs and test.cu checks, and the lesson's run for one
 // n, which adds max, L2 norm and mean from step 9's template. The steps are in steps/, one a file.
+//
+// The steps, one line each (--list prints them; --step takes the number or the name):
+//   1    interleaved_divergent  smem tree, tid % (2*stride) == 0: divergent warps
+//   2    interleaved_strided    smem tree, index = 2*stride*tid: no divergence, bank conflicts
+//   3    sequential             smem tree, s[t] += s[t + half]: no bank conflicts
+//   4    first_add_on_load      each thread loads and adds two elements first
+//   5    unrolled_last_warp     last 64 values: warp shuffles, no __syncthreads
+//   6    unrolled               block size a template parameter: the tree fully unrolled
+//   7    many_per_thread        grid fills the GPU once; grid-stride float4 loads
+//   8    two_pass               4 float4 loads in flight, warp->block reduce, 2nd kernel
+//   9    single_pass            as two_pass; the last block reduces the partials
+//   lib  cub                    cub::DeviceReduce::Sum
 #pragma once
 #include <cstdio>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "common/sum_lesson.cuh"
+#include "lessons/03_block_tree/host.cuh"
 #include "lessons/03_block_tree/problem.cuh"
 #include "lessons/03_block_tree/steps/01_interleaved_divergent.cuh"
 #include "lessons/03_block_tree/steps/02_interleaved_strided.cuh"
@@ -21,26 +35,27 @@
 
 namespace lesson03 {
 
-// {name, idea, {launcher, deterministic}, library}. No float atomics anywhere: every step is deterministic.
+// kl::step(name, idea, {launcher, deterministic}), .library() for the baseline. No float atomics anywhere: every step
+// is deterministic.
 inline const std::vector<kl::SumStep> kSteps = {
-    {"interleaved_divergent",
-     "smem tree, tid % (2*stride) == 0: divergent warps",
-     {launch_interleaved_divergent, true}},
-    {"interleaved_strided",
-     "smem tree, index = 2*stride*tid: no divergence, bank conflicts",
-     {launch_interleaved_strided, true}},
-    {"sequential", "smem tree, s[t] += s[t + half]: no bank conflicts", {launch_sequential, true}},
-    {"first_add_on_load", "each thread loads and adds two elements first", {launch_first_add_on_load, true}},
-    {"unrolled_last_warp", "last 64 values: warp shuffles, no __syncthreads", {launch_unrolled_last_warp, true}},
-    {"unrolled", "block size a template parameter: the tree fully unrolled", {launch_unrolled, true}},
-    {"many_per_thread", "grid fills the GPU once; grid-stride float4 loads", {launch_many_per_thread, true}},
-    {"two_pass",
-     "4 float4 loads in flight, warp->block reduce, 2nd kernel",
-     {launch_two_pass<kl::SumOp, Identity>, true}},
-    {"single_pass",
-     "as two_pass; the last block reduces the partials",
-     {launch_single_pass<kl::SumOp, Identity>, true}},
-    {"cub", "cub::DeviceReduce::Sum", {kl::launch_cub_sum, true}, true},
+    kl::step("interleaved_divergent", "smem tree, tid % (2*stride) == 0: divergent warps",
+             kl::SumKernel{launch_interleaved_divergent, true}),
+    kl::step("interleaved_strided", "smem tree, index = 2*stride*tid: no divergence, bank conflicts",
+             kl::SumKernel{launch_interleaved_strided, true}),
+    kl::step("sequential", "smem tree, s[t] += s[t + half]: no bank conflicts", kl::SumKernel{launch_sequential, true}),
+    kl::step("first_add_on_load", "each thread loads and adds two elements first",
+             kl::SumKernel{launch_first_add_on_load, true}),
+    kl::step("unrolled_last_warp", "last 64 values: warp shuffles, no __syncthreads",
+             kl::SumKernel{launch_unrolled_last_warp, true}),
+    kl::step("unrolled", "block size a template parameter: the tree fully unrolled",
+             kl::SumKernel{launch_unrolled, true}),
+    kl::step("many_per_thread", "grid fills the GPU once; grid-stride float4 loads",
+             kl::SumKernel{launch_many_per_thread, true}),
+    kl::step("two_pass", "4 float4 loads in flight, warp->block reduce, 2nd kernel",
+             kl::SumKernel{launch_two_pass<kl::SumOp, Identity>, true}),
+    kl::step("single_pass", "as two_pass; the last block reduces the partials",
+             kl::SumKernel{launch_single_pass<kl::SumOp, Identity>, true}),
+    kl::step("cub", "cub::DeviceReduce::Sum", kl::SumKernel{kl::launch_cub_sum, true}).library(),
 };
 
 // ---- the same template, other operations ---------------------------------------------------------

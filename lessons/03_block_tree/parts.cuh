@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "common/block.cuh"
 #include "common/device.cuh"
 #include "common/pack.cuh"
 #include "common/warp.cuh"
@@ -116,5 +117,67 @@ __device__ __forceinline__ float edge_value(const float* x, const Float4Split& s
   const std::size_t t = threadIdx.x;
   return blockIdx.x == 0 && t < sp.head + sp.tail ? T::pre(x[sp.edge(t)]) : Op::identity();
 }
+
+// Step 6 introduces it, step 7 reuses it: the tree of step 5 with the block size known at compile time: the loop
+// unrolls into straight-line rounds and the compiler drops the tests it can decide. The block's sum ends in thread 0.
+template <int kThreads>
+__device__ __forceinline__ float unrolled_tree(float v) {
+  static_assert(kThreads >= 64 && (kThreads & (kThreads - 1)) == 0, "a power of two, at least 64");
+  __shared__ float s[kThreads];
+  const unsigned tid = threadIdx.x;
+  s[tid] = v;
+  __syncthreads();
+#pragma unroll
+  for (unsigned half = kThreads / 2; half > 32; half /= 2) {
+    if (tid < half) s[tid] += s[tid + half];
+    __syncthreads();
+  }
+  return tid < 32 ? kl::warp_reduce(s[tid] + s[tid + 32]) : 0.f;
+}
+
+// Step 8 introduces the rest of this file, step 9 reuses it: the registers level (thread_partial) and
+// the combine of the block partials.
+constexpr int kLoads = 4;  // float4 loads in flight per thread per iteration (steps 8-9)
+
+// Level 1, registers: the block takes tiles of kThreads * kLoads float4s (grid-stride over tiles);
+// each thread issues its kLoads 16-byte loads back to back, so they are all in flight at once, into
+// independent accumulators. A load past the end is skipped, so any n works.
+template <int kThreads, class Op, class T>
+__device__ __forceinline__ float thread_partial(const float* x, std::size_t n) {
+  const Float4Split sp(x, n);
+  const float4* body = reinterpret_cast<const float4*>(sp.body(x));
+  float acc[kLoads];
+#pragma unroll
+  for (int u = 0; u < kLoads; ++u) acc[u] = Op::identity();
+  acc[0] = edge_value<Op, T>(x, sp);
+  constexpr std::size_t kTile = std::size_t{kThreads} * kLoads;
+  for (std::size_t tile = blockIdx.x * kTile; tile < sp.packs; tile += gridDim.x * kTile) {
+    float4 q[kLoads];
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u) {
+      const std::size_t i = tile + u * kThreads + threadIdx.x;
+      q[u] = i < sp.packs ? body[i] : float4{};
+    }
+#pragma unroll
+    for (int u = 0; u < kLoads; ++u)
+      if (tile + u * kThreads + threadIdx.x < sp.packs) acc[u] = combine4<Op, T>(acc[u], q[u]);
+  }
+#pragma unroll
+  for (int u = 1; u < kLoads; ++u) acc[0] = Op::combine(acc[0], acc[u]);
+  return acc[0];
+}
+
+// One block combines `count` partials. __ldcg reads through L2: the partials were written by other
+// SMs, and an SM's L1 is not kept coherent with them.
+template <int kThreads, class Op>
+__device__ __forceinline__ float combine_partials(const float* partial, unsigned count) {
+  float v = Op::identity();
+  for (unsigned i = threadIdx.x; i < count; i += kThreads) v = Op::combine(v, __ldcg(partial + i));
+  return kl::block_allreduce<kThreads, Op>(v);
+}
+
+// Steps 8-9: at least one tile per block, at most the blocks that fit on the GPU at once
+// (persistent: each block loops over its tiles; no block waits for a free SM).
+constexpr std::size_t kTileFloats = 4 * std::size_t{kBlock} * kLoads;
 
 }  // namespace lesson03

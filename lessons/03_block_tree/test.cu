@@ -17,9 +17,9 @@ using lesson03::kSteps;
 
 namespace {
 
+using kl::sanitizing;
 using kl::sum_checks::padded;
 using kl::sum_checks::run;
-using kl::sum_checks::sanitizing;
 using kl::sum_checks::sizes;
 
 double ref_min(const std::vector<float>& v) {

@@ -1,6 +1,10 @@
 // Lesson 04, the pieces several steps share. Each says which step introduced it; that step's file
 // and README section explain it. The rest of a step (its kernel and launcher) is in steps/.
 #pragma once
+#ifndef KL_NO_CUDNN  // defined by CMake when cuDNN was not found: the cudnn row is then n/a
+#include <cudnn.h>
+#endif
+
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -16,6 +20,9 @@
 #include "lessons/04_online_softmax/problem.cuh"
 
 namespace lesson04 {
+
+// A step that turns a shape down at run time: the driver shows it as n/a.
+using kl::NotSupported;
 
 // ---- the GPU, for every step's launcher -----------------------------------------------------------
 
@@ -140,11 +147,11 @@ struct PackWord<16> {
 };
 
 // The output store of steps 3-6: N floats narrowed to T and written to global memory with one store
-// instruction, __stwb (st.global.wb, the ordinary store) of a word as wide as the pack. kl::store_pack
-// copies a Pack, and in these kernels' unrolled loops nvcc 13 split that copy into N scalar stores
-// at a 16-byte stride: 16 sectors per warp-wide store instead of 4, a third of the bandwidth in f16
-// (README, "Steps 3-5: the stores"). An asm store cannot be split. (Step 2 keeps kl::store_pack: its
-// stores come out whole, and this one costs its 80-register kernels a 24-byte spill.)
+// instruction, __stwb (st.global.wb, the ordinary store) of a word as wide as the pack. The compiler
+// may split kl::store_pack's copy of a Pack into N scalar stores at a 16-byte stride (16 sectors per
+// warp-wide store instead of 4); an asm store cannot be split (README, "Steps 3-5: the stores";
+// NOTES.md, step 3). Step 2 keeps kl::store_pack: its stores stay whole, and this one would make its
+// 80-register kernels spill.
 template <int N, class T>
 __device__ __forceinline__ void store_whole(T* p, const float (&in)[N]) {
   kl::Pack<T, N> pk;
@@ -256,6 +263,58 @@ template <class Kernel>
 unsigned uncached_grid(Kernel kernel, std::int64_t rows) {
   const int per_sm = blocks_per_sm(kernel, kUncachedThreads, 0);
   return static_cast<unsigned>(std::min<std::int64_t>(rows, std::int64_t{per_sm} * kl::sm_count()));
+}
+
+// ---- the launchers' scratch and dispatch over dtype and pack, for every step -----------------------
+
+// Scratch a step may need: step 1's per-row statistics, the library's handle.
+struct Workspace {
+  kl::DeviceBuffer<float> stats;
+#ifndef KL_NO_CUDNN
+  cudnnHandle_t cudnn = nullptr;
+#endif
+  Workspace() = default;
+  ~Workspace() {
+#ifndef KL_NO_CUDNN
+    if (cudnn) cudnnDestroy(cudnn);
+#endif
+  }
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+};
+
+// Calls f(PackSize<n>{}) with the widest pack every row allows (8, 4, 2 or 1 elements, <= 16 bytes).
+template <class T, class F>
+void with_widest_pack(const Problem& p, F&& f) {
+  const int n = kl::widest_pack(p.x, p.y, p.cols, sizeof(T));
+  if constexpr (sizeof(T) == 2) {
+    if (n == 8) return f(PackSize<8>{});
+  }
+  if (n == 4) return f(PackSize<4>{});
+  if (n == 2) return f(PackSize<2>{});
+  f(PackSize<1>{});
+}
+
+// The block steps (3-6) move any row in 16-byte packs, with single elements only where the row
+// starts or ends inside one (RowPacks, step 3); that needs x and y misaligned alike, which rows of
+// any K and views at the same offset are. Otherwise every element goes alone (packs of 1).
+template <class T, class F>
+void with_block_pack(const Problem& p, F&& f) {
+  constexpr int kVec = 16 / sizeof(T);
+  const auto gap = reinterpret_cast<std::uintptr_t>(p.x) - reinterpret_cast<std::uintptr_t>(p.y);
+  if (gap % 16 == 0) f(PackSize<kVec>{});
+  else f(PackSize<1>{});
+}
+
+// The launchers of the block steps (3-6): nothing to do for an empty problem, else f(T{}, PackSize<n>{})
+// for the problem's dtype and with_block_pack's pack, so that f instantiates the step's kernels.
+template <class F>
+void for_block_kernels(const Problem& p, F&& f) {
+  if (empty(p)) return;
+  with_type(p.dtype, [&](auto t) {
+    using T = decltype(t);
+    with_block_pack<T>(p, [&](auto pack) { f(t, pack); });
+  });
 }
 
 }  // namespace lesson04

@@ -1,15 +1,20 @@
 // Lesson 04, the product: softmax(x * scale) of each row of an [M, K] matrix in f32, f16 or bf16,
 // through a dispatcher that picks the fastest step for the row length (lessons 05 and 07 call it).
-// Here: the type and pack dispatch that instantiates each step's kernels, the tuning of step 3's
-// block size, which step can run which shape, the dispatcher (step 7), cuDNN (the library
-// baseline), the table of steps that main.cu and test.cu walk, the public API, and the run of one
-// shape for the executable. The steps themselves are in steps/, their shared pieces in parts.cuh,
-// the problem and its reference in problem.cuh.
+// Here: which step can run which shape, the dispatcher (step 7), cuDNN (the library baseline), the
+// table of steps that main.cu and test.cu walk, and the public API. The steps themselves (kernels and
+// launchers) are in steps/, their shared pieces in parts.cuh, the problem in problem.cuh; its
+// reference and the run of one shape for the executable, in host.cuh.
+//
+// The steps, one line each (--list prints them; --step takes the number or the name):
+//   1    three_kernels          max, sum of exp, normalise: three kernels, one thread per row
+//   2    warp_per_row           a warp per row, the row in registers, 16-byte packs, shuffles
+//   3    block_cached           a block per row, the row cached in shared memory
+//   4    block_uncached         a block per row, three passes over global memory
+//   5    online                 a block per row, running (max, sum): two passes over global memory
+//   6    cluster                a cluster of CTAs per row, partial (max, sum) via DSMEM (sm_90)
+//   7    dispatch               picks step 2, 3, 5 or 6 by row length, dtype and pack
+//   lib  cudnn                  cudnnSoftmaxForward (ACCURATE, INSTANCE)
 #pragma once
-#ifndef KL_NO_CUDNN  // defined by CMake when cuDNN was not found: the cudnn row is then n/a
-#include <cudnn.h>
-#endif
-
 #include <algorithm>
 #include <array>
 #include <climits>
@@ -22,7 +27,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "common/ladder.hpp"
+#include "common/check.cuh"
+#include "common/step.hpp"
+#include "lessons/04_online_softmax/parts.cuh"
 #include "lessons/04_online_softmax/steps/01_three_kernels.cuh"
 #include "lessons/04_online_softmax/steps/02_warp_per_row.cuh"
 #include "lessons/04_online_softmax/steps/03_block_cached.cuh"
@@ -31,141 +38,6 @@
 #include "lessons/04_online_softmax/steps/06_cluster.cuh"
 
 namespace lesson04 {
-
-// A step that turns a shape down at run time (the library may): the driver shows it as n/a.
-using kl::NotSupported;
-
-// Scratch a step may need: step 1's per-row statistics, the library's handle.
-struct Workspace {
-  kl::DeviceBuffer<float> stats;
-#ifndef KL_NO_CUDNN
-  cudnnHandle_t cudnn = nullptr;
-#endif
-  Workspace() = default;
-  ~Workspace() {
-#ifndef KL_NO_CUDNN
-    if (cudnn) cudnnDestroy(cudnn);
-#endif
-  }
-  Workspace(const Workspace&) = delete;
-  Workspace& operator=(const Workspace&) = delete;
-};
-
-// ---- type and pack dispatch: each step's kernels for the problem's dtype and pack ------------------
-
-// Calls f(PackSize<n>{}) with the widest pack every row allows (8, 4, 2 or 1 elements, <= 16 bytes).
-template <class T, class F>
-void with_widest_pack(const Problem& p, F&& f) {
-  const int n = kl::widest_pack(p.x, p.y, p.cols, sizeof(T));
-  if constexpr (sizeof(T) == 2) {
-    if (n == 8) return f(PackSize<8>{});
-  }
-  if (n == 4) return f(PackSize<4>{});
-  if (n == 2) return f(PackSize<2>{});
-  f(PackSize<1>{});
-}
-
-// The block steps (3-6) move any row in 16-byte packs, with single elements only where the row
-// starts or ends inside one (RowPacks, step 3); that needs x and y misaligned alike, which rows of
-// any K and views at the same offset are. Otherwise every element goes alone (packs of 1).
-template <class T, class F>
-void with_block_pack(const Problem& p, F&& f) {
-  constexpr int kVec = 16 / sizeof(T);
-  const auto gap = reinterpret_cast<std::uintptr_t>(p.x) - reinterpret_cast<std::uintptr_t>(p.y);
-  if (gap % 16 == 0) f(PackSize<kVec>{});
-  else f(PackSize<1>{});
-}
-
-// The launchers of the step table: nothing to do for an empty problem, else the step's kernels for
-// the problem's dtype and pack.
-inline void launch_three_kernels(const Problem& p, Workspace& ws, cudaStream_t s) {
-  if (empty(p)) return;
-  with_type(p.dtype, [&](auto t) { launch_three_kernels_t<decltype(t)>(p, ws.stats, s); });
-}
-
-// Step 2 for packs of Pack elements: the kernel with as many packs per lane (kPacks = 1, 2, 4, ...)
-// as the row needs.
-template <class T, int Pack, int kPacks>
-void launch_warp_t(const Problem& p, WarpShape w, cudaStream_t s) {
-  if constexpr (kPacks * Pack <= kWarpMaxPerLane) {
-    if (w.packs != kPacks) return launch_warp_t<T, Pack, kPacks * 2>(p, w, s);
-    run_warp_per_row<T, Pack, kPacks>(p, w, s);
-  } else {
-    throw std::logic_error("step 2: no kernel for " + std::to_string(w.packs) + " packs per lane");
-  }
-}
-
-inline void launch_warp_per_row(const Problem& p, Workspace&, cudaStream_t s) {
-  if (empty(p)) return;
-  with_type(p.dtype, [&](auto t) {
-    using T = decltype(t);
-    with_widest_pack<T>(p, [&](auto pack) {
-      constexpr int kPack = decltype(pack)::value;
-      launch_warp_t<T, kPack, 1>(p, warp_shape(p.cols, kPack), s);
-    });
-  });
-}
-
-// Step 3's block size: the occupancy of each size for this row's shared memory decides.
-constexpr std::array<int, 4> kBlockSizes = {128, 256, 512, 1024};
-
-// Of the block sizes, the smallest that keeps the most threads resident per SM, given how many
-// blocks of each fit (occupancy). Smaller blocks at the same occupancy mean more blocks per SM,
-// whose load, reduce and store phases overlap.
-inline int fullest_block(const std::array<int, 4>& blocks_per_sm) {
-  int best = 0;
-  for (int i = 1; i < 4; ++i)
-    if (blocks_per_sm[i] * kBlockSizes[i] > blocks_per_sm[best] * kBlockSizes[best]) best = i;
-  return best;
-}
-
-// Step 3 for packs of Pack elements, in the block size that keeps the most threads resident.
-template <class T, int Pack>
-void launch_cached_t(const Problem& p, cudaStream_t s) {
-  const std::size_t smem = cache_bytes<T, Pack>(p.cols);
-  const std::array<int, 4> per_sm = {cached_blocks_per_sm<T, Pack, 128>(smem), cached_blocks_per_sm<T, Pack, 256>(smem),
-                                     cached_blocks_per_sm<T, Pack, 512>(smem),
-                                     cached_blocks_per_sm<T, Pack, 1024>(smem)};
-  const int i = fullest_block(per_sm);
-  if (per_sm[i] == 0)
-    throw NotSupported("no block with " + std::to_string(smem) + " bytes of shared memory fits an SM");
-  if (i == 0) run_cached<T, Pack, 128>(p, smem, per_sm[i], s);
-  else if (i == 1) run_cached<T, Pack, 256>(p, smem, per_sm[i], s);
-  else if (i == 2) run_cached<T, Pack, 512>(p, smem, per_sm[i], s);
-  else run_cached<T, Pack, 1024>(p, smem, per_sm[i], s);
-}
-
-inline void launch_block_cached(const Problem& p, Workspace&, cudaStream_t s) {
-  if (empty(p)) return;
-  with_type(p.dtype, [&](auto t) {
-    using T = decltype(t);
-    with_block_pack<T>(p, [&](auto pack) { launch_cached_t<T, decltype(pack)::value>(p, s); });
-  });
-}
-
-inline void launch_block_uncached(const Problem& p, Workspace&, cudaStream_t s) {
-  if (empty(p)) return;
-  with_type(p.dtype, [&](auto t) {
-    using T = decltype(t);
-    with_block_pack<T>(p, [&](auto pack) { launch_uncached_t<T, decltype(pack)::value>(p, s); });
-  });
-}
-
-inline void launch_online(const Problem& p, Workspace&, cudaStream_t s) {
-  if (empty(p)) return;
-  with_type(p.dtype, [&](auto t) {
-    using T = decltype(t);
-    with_block_pack<T>(p, [&](auto pack) { launch_online_t<T, decltype(pack)::value>(p, s); });
-  });
-}
-
-inline void launch_cluster(const Problem& p, Workspace&, cudaStream_t s) {
-  if (empty(p)) return;
-  with_type(p.dtype, [&](auto t) {
-    using T = decltype(t);
-    with_block_pack<T>(p, [&](auto pack) { launch_cluster_t<T, decltype(pack)::value>(p, s); });
-  });
-}
 
 // ---- which step can handle which shape ------------------------------------------------------------
 
@@ -301,32 +173,35 @@ using Support = std::string (*)(const Problem& p, const DeviceCaps& caps);
 struct Launch {
   Launcher run;
   Support support;  // "" when it can; else why not (the driver shows the step as n/a)
+  // Every lesson calls its step the same way: st.launch(...), with the launcher's arguments.
+  void operator()(const Problem& p, Workspace& ws, cudaStream_t s) const { run(p, ws, s); }
 };
 
 using SoftmaxStep = kl::Step<Launch>;
 
 inline constexpr SoftmaxStep kSteps[] = {
-    {"three_kernels", "max, sum of exp, normalise: three kernels, one thread per row", {launch_three_kernels, always}},
-    {"warp_per_row",
-     "a warp per row, the row in registers, 16-byte packs, shuffles",
-     {launch_warp_per_row, warp_support}},
-    {"block_cached", "a block per row, the row cached in shared memory", {launch_block_cached, cached_support}},
-    {"block_uncached", "a block per row, three passes over global memory", {launch_block_uncached, always}},
-    {"online", "a block per row, running (max, sum): two passes over global memory", {launch_online, always}},
-    {"cluster",
-     "a cluster of CTAs per row, partial (max, sum) via DSMEM (sm_90)",
-     {launch_cluster, cluster_support},
-     false,
-     90},
-    {"dispatch", "picks step 2, 3, 5 or 6 by row length, dtype and pack", {launch_dispatch, always}},
-    {"cudnn", "cudnnSoftmaxForward (ACCURATE, INSTANCE)", {launch_cudnn, cudnn_support}, true},
+    kl::step("three_kernels", "max, sum of exp, normalise: three kernels, one thread per row",
+             Launch{launch_three_kernels, always}),
+    kl::step("warp_per_row", "a warp per row, the row in registers, 16-byte packs, shuffles",
+             Launch{launch_warp_per_row, warp_support}),
+    kl::step("block_cached", "a block per row, the row cached in shared memory",
+             Launch{launch_block_cached, cached_support}),
+    kl::step("block_uncached", "a block per row, three passes over global memory",
+             Launch{launch_block_uncached, always}),
+    kl::step("online", "a block per row, running (max, sum): two passes over global memory",
+             Launch{launch_online, always}),
+    kl::step("cluster", "a cluster of CTAs per row, partial (max, sum) via DSMEM (sm_90)",
+             Launch{launch_cluster, cluster_support})
+        .needs(90),
+    kl::step("dispatch", "picks step 2, 3, 5 or 6 by row length, dtype and pack", Launch{launch_dispatch, always}),
+    kl::step("cudnn", "cudnnSoftmaxForward (ACCURATE, INSTANCE)", Launch{launch_cudnn, cudnn_support}).library(),
 };
 
 inline constexpr int kDispatchStep = 7;
 
 inline void launch_dispatch(const Problem& p, Workspace& ws, cudaStream_t s) {
   if (empty(p)) return;
-  kSteps[chosen_step(p) - 1].launch.run(p, ws, s);
+  kSteps[chosen_step(p) - 1].launch(p, ws, s);
 }
 
 // The public API: softmax(x * scale) of each row of a rows x cols matrix, through the dispatcher.
@@ -344,62 +219,6 @@ template <class T>
 void softmax(const T* x, T* y, std::int64_t rows, std::int64_t cols, float scale = 1.f, cudaStream_t s = nullptr) {
   Workspace ws;
   softmax(x, y, rows, cols, ws, scale, s);
-}
-
-// ---- the executable: one shape through the chosen steps --------------------------------------------
-
-// The line under the limits: how the error is measured and when a step passes, for the run's dtype.
-inline void print_error_line(Dtype dtype) {
-  const Tolerance tol = tolerance(dtype);
-  std::printf(
-      "error:  max |y - ref| / (|ref| + %.0e), ref = float64 softmax; passes at <= %.1e;  "
-      "[g] = CUDA-graph replay\n",
-      tol.abs / tol.rel, tol.rel);
-}
-
-// One shape in one dtype: fresh inputs rounded to T, the float64 reference, then the chosen steps
-// (kl::run_steps: n/a with the reason, or poison, run once, check, and time only a step that
-// passed), then which step the dispatcher ran.
-template <class T>
-std::vector<kl::Row> run_shape_t(std::int64_t rows, std::int64_t cols, kl::Context<Launch>& cx) {
-  const Dtype dtype = dtype_of<T>();
-  const auto n = static_cast<std::size_t>(rows * cols);
-  std::vector<float> xf;
-  const kl::DeviceBuffer<T> x(make_input<T>(rows, cols, xf));
-  const std::vector<double> ref = cx.check ? ref_softmax(xf, rows, cols) : std::vector<double>{};
-  const Tolerance tol = tolerance(dtype);
-  kl::DeviceBuffer<T> y(n);
-  Workspace ws;
-  const Problem p{x.data(), y.data(), rows, cols, dtype, 1.f};
-
-  std::printf("\nM x K = %lld x %lld %s: %.1f MiB read + %.1f MiB written; floor at copy bandwidth = %.4f ms\n",
-              static_cast<long long>(rows), static_cast<long long>(cols), dtype_name(dtype), n * sizeof(T) / 1048576.0,
-              n * sizeof(T) / 1048576.0, 2.0 * n * sizeof(T) / (cx.limits.copy_gbps * 1e9) * 1e3);
-  kl::Trial trial;
-  trial.proto.dtype = dtype_name(dtype);
-  trial.proto.shape = shape_text(rows, cols);
-  trial.proto.bytes = 2.0 * n * sizeof(T);
-  trial.poison = [&] { y.poison(); };
-  trial.error = [&] { return max_error(y.download(n), ref, tol); };
-  trial.tolerance = tol.rel;
-  const std::vector<kl::Row> out = kl::run_steps(cx, trial, [&](const SoftmaxStep& st, cudaStream_t s) {
-    const std::string why = st.launch.support(p, device_caps());
-    if (!why.empty()) throw NotSupported(why);
-    st.launch.run(p, ws, s);
-  });
-  if (std::find(cx.chosen.begin(), cx.chosen.end(), kDispatchStep - 1) != cx.chosen.end()) {
-    const int pack = kl::widest_pack(p.x, p.y, cols, sizeof(T));
-    const int chosen = chosen_step(p);
-    std::printf("%d dispatch ran step %d (%s): K=%lld %s, pack %d\n", kDispatchStep, chosen, kSteps[chosen - 1].name,
-                static_cast<long long>(cols), dtype_name(dtype), pack);
-  }
-  return out;
-}
-
-inline std::vector<kl::Row> run_shape(const Shape& sh, kl::Context<Launch>& cx) {
-  std::vector<kl::Row> rows;
-  with_type(parse_dtype(cx.args.dtype), [&](auto t) { rows = run_shape_t<decltype(t)>(sh.first, sh.second, cx); });
-  return rows;
 }
 
 }  // namespace lesson04

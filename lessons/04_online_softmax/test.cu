@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/random.hpp"
-#include "lessons/04_online_softmax/softmax.cuh"
+#include "lessons/04_online_softmax/run.cuh"
 
 using kl::MaxSum;
 using lesson04::Dtype;
@@ -63,8 +63,8 @@ std::vector<float> run_step(const lesson04::SoftmaxStep& st, const std::vector<f
   kl::DeviceBuffer<T> dy(n + at.y);
   dy.poison(poison);
   lesson04::Workspace ws;
-  st.launch.run(lesson04::Problem{dx.data() + at.x, dy.data() + at.y, rows, cols, lesson04::dtype_of<T>(), scale}, ws,
-                nullptr);
+  st.launch(lesson04::Problem{dx.data() + at.x, dy.data() + at.y, rows, cols, lesson04::dtype_of<T>(), scale}, ws,
+            nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
   const std::vector<T> got = dy.download();
   std::vector<float> out(n);
@@ -126,7 +126,7 @@ void check_all_steps(const std::vector<float>& xq, std::int64_t rows, std::int64
 // Shapes every lesson is checked on: rows shorter than a warp, awkward lengths, rows longer than
 // shared memory (step 3's limit) and than a cluster (step 6's); KL_SANITIZE=1 keeps small ones.
 std::vector<std::pair<std::int64_t, std::int64_t>> test_shapes() {
-  if (std::getenv("KL_SANITIZE")) return {{1, 1}, {5, 31}, {33, 33}, {9, 1000}, {3, 4097}, {2, 20000}};
+  if (kl::sanitizing()) return {{1, 1}, {5, 31}, {33, 33}, {9, 1000}, {3, 4097}, {2, 20000}};
   return {{1, 1},     {3, 1},     {1, 7},     {5, 31},    {64, 32},    {33, 33},    {7, 100},
           {9, 1000},  {4, 1024},  {3, 2047},  {5, 2048},  {3, 4097},   {300, 4096}, {2, 8192},
           {3, 12345}, {2, 16384}, {2, 50257}, {2, 65536}, {1, 131072}, {2, 300000}, {1, 600001}};
@@ -409,7 +409,7 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE("M = 10^6 short rows") {
-    if (std::getenv("KL_SANITIZE")) return;
+    if (kl::sanitizing()) return;
     for (std::int64_t cols : {1, 7, 32}) {
       const std::int64_t rows = 1000000;
       const auto x = kl::normal_floats(rows * cols, 0, 2, kl::seed_for(44 + cols));
@@ -525,7 +525,7 @@ TEST_SUITE("gpu") {
         kl::DeviceBuffer<float> x(128), y(128);
         y.poison(0x3C);
         lesson04::Workspace ws;
-        st.launch.run(lesson04::Problem{x.data(), y.data(), rows, cols, Dtype::f32, 1.f}, ws, nullptr);
+        st.launch(lesson04::Problem{x.data(), y.data(), rows, cols, Dtype::f32, 1.f}, ws, nullptr);
         CHECK(cudaDeviceSynchronize() == cudaSuccess);
         const auto got = y.download();
         std::vector<float> poison(128);

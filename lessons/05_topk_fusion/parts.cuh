@@ -6,6 +6,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "common/arch.cuh"
 #include "common/buffer.cuh"
 #include "common/pack.cuh"
 #include "common/softmax_math.cuh"
@@ -261,6 +262,238 @@ __device__ __forceinline__ int sort_candidates(Key* buf, int count, int k, int l
       break;  // no buffer holds more than 512 keys
   }
   return min(count, k);
+}
+
+template <class T>
+constexpr int kPack = 16 / static_cast<int>(sizeof(T));  // logits per 16-byte load
+// Room for the K <= 64 keys kept after a sort plus one pack from each of the 32 lanes, with slack:
+// 256 keys (2 KiB) per warp for f32, 512 for f16 and bf16.
+template <class T>
+constexpr int kCap = 64 * kPack<T>;
+
+// A warp's selection: a buffer of cap keys in shared memory, whose first `count` are candidates
+// (after a sort: the best, largest first), and the threshold: the K-th best logit after the last
+// sort, NaN while fewer than K were seen (no comparison with NaN is true, so every logit gets in).
+// count and threshold are the same in every lane.
+struct Selection {
+  Key* buf;
+  int cap;
+  int count = 0;
+  float threshold = NAN;
+};
+
+// Keeps the k best candidates, sorted, at the front of the buffer and raises the threshold to the
+// k-th best logit.
+__device__ __forceinline__ void keep_best(Selection& sel, int k, int lane) {
+  sel.count = sort_candidates(sel.buf, sel.count, k, lane);
+  if (sel.count == k) sel.threshold = key_value(sel.buf[k - 1]);
+}
+
+// Appends the lanes' keys that are `in` after the buffer's candidates, in lane order; the caller
+// keeps 32 slots free.
+__device__ __forceinline__ void append(Selection& sel, bool in, Key key, int lane) {
+  const unsigned mask = __ballot_sync(kl::kFullMask, in);
+  if (in) sel.buf[sel.count + __popc(mask & ((1u << lane) - 1))] = key;
+  sel.count += __popc(mask);
+}
+
+// One logit per lane (valid = false: the lane has none): in if not below the threshold (NaN is
+// never below). A tie gets in too: the scalar head comes after the body, so its indices are lower.
+__device__ __forceinline__ void offer(Selection& sel, bool valid, float v, int i, int k, int lane) {
+  if (sel.count > sel.cap - 32) keep_best(sel, k, lane);
+  append(sel, valid && !(v < sel.threshold), make_key(v, i), lane);
+}
+
+// When to sort. For k up to kFullSortK, whenever fewer than 32 P slots are free: a sort is rare and
+// lifts the threshold a long way, so sooner is better. Above, only when the warp's marked keys would
+// not fit: sorts are frequent and each frees room for few keys, so every one should be full. After
+// a sort at most k + 32 P keys are held, which fits every buffer (k <= 64).
+constexpr int kFullSortK = 32;
+
+// The sum of v over the warp's 32 lanes, in every lane: one instruction (__reduce_add_sync) on sm_80+,
+// a butterfly of 5 shuffles below, so that steps 4-7 run on every GPU from sm_75.
+__device__ __forceinline__ int warp_sum(int v) {
+#if KL_ARCH_AT_LEAST(80)
+  return __reduce_add_sync(kl::kFullMask, v);
+#else
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(kl::kFullMask, v, offset);
+  return v;
+#endif
+}
+
+// A pack of P logits per lane (kept in the input type until needed): when no lane's pack max
+// passes the threshold, which is almost always, the whole warp moves on after one vote. Otherwise
+// each lane marks its logits that are in, and every round appends each lane's lowest marked one:
+// usually one round, where a ballot per logit of the pack cost P. A logit must be above the
+// threshold: the packs come in rising index order, so one equal to it ranks below the K-th key (a
+// lower index) and cannot win. Rows of equal logits, or of fewer than K finite ones (-inf = -inf),
+// would otherwise send every logit through the buffer and its sorts.
+template <class T, int P>
+__device__ __forceinline__ void offer_pack(Selection& sel, bool valid, const kl::Pack<T, P>& raw, float pack_max,
+                                           int i0, int k, int lane) {
+  if (!__any_sync(kl::kFullMask, valid && !(pack_max <= sel.threshold))) return;
+  float v[P];
+  kl::to_floats(raw, v);
+  unsigned marked = 0;
+#pragma unroll
+  for (int i = 0; i < P; ++i) marked |= valid && !(v[i] <= sel.threshold) ? 1u << i : 0u;
+  int incoming = 32 * P;  // at most
+  if (k > kFullSortK) incoming = warp_sum(__popc(marked));
+  if (sel.count + incoming > sel.cap) keep_best(sel, k, lane);
+  while (__any_sync(kl::kFullMask, marked != 0)) {
+    const int i = __ffs(marked) - 1;
+    float x = v[0];
+#pragma unroll
+    for (int j = 1; j < P; ++j) x = i == j ? v[j] : x;  // v[i] without a local-memory array
+    append(sel, marked != 0, make_key(x, i0 + i), lane);
+    marked &= marked - 1;
+  }
+}
+
+// Seeds an empty selection's threshold before anything is appended, so that the first sort does
+// not hold every logit of the first packs: each lane's two best logits of its first pack (64 keys),
+// sorted, and the k-th of them. k logits at least that large exist, so no logit below can win; the
+// threshold sits just below it, so that the k (offered next, with their pack) are above it.
+template <class T, int P>
+__device__ __forceinline__ void seed_threshold(Selection& sel, bool valid, const kl::Pack<T, P>& raw, int i0, int k,
+                                               int lane) {
+  float v[P];
+  kl::to_floats(raw, v);
+  Key best = 0, second = 0;
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const Key key = valid ? make_key(v[i], i0 + i) : 0;
+    second = key > best ? best : (key > second ? key : second);
+    best = key > best ? key : best;
+  }
+  sel.buf[2 * lane] = best;
+  sel.buf[2 * lane + 1] = second;
+  sort_candidates(sel.buf, 64, k, lane);
+  const float kth = key_value(sel.buf[k - 1]);
+  if (sel.buf[k - 1] != 0 && kth > -INFINITY) sel.threshold = nextafterf(kth, -INFINITY);
+  __syncwarp();  // every lane has read it before the appends overwrite it
+}
+
+// Thread t of nt scans elements [begin, end) of a row: kInFlight 16-byte packs per batch, their
+// loads all issued before any is used. The first pack seeds the threshold; the scalar head (up to
+// the first 16-byte boundary) and tail come last. Every warp runs the same number of batches, so
+// that the votes and ballots always see all 32 lanes; a lane past the end offers nothing.
+// 4 packs per batch in every dtype: 64 bytes a lane, 2 KB a warp in flight. A pack's appends are a
+// short loop, so the 4 packs of 8 halves fit the instruction cache (NOTES.md: the choice for 16-bit rows).
+constexpr int kInFlight = 4;
+
+template <class T>
+__device__ __forceinline__ void scan_select(const T* row, int begin, int end, int t, int nt, float& m, float& s,
+                                            Selection& sel, int k, int lane) {
+  constexpr int P = kPack<T>;
+  const kl::PackSplit<P, T, int> split(row + begin, end - begin);
+  const int body = begin + split.head, packs = split.packs, tail = body + packs * P;
+  const auto single = [&](int at, int count) {
+    const bool has = t < count;
+    const float v = has ? kl::to_float(row[at + t]) : -INFINITY;
+    add_to_sum(m, s, v);
+    offer(sel, has, v, at + t, k, lane);
+  };
+  for (int first = 0; first < packs; first += kInFlight * nt) {  // the same trip count in every lane
+    kl::Pack<T, P> raw[kInFlight];  // kept in the input type until used: 4 registers per pack
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const int q = first + u * nt + t;
+      if (q < packs) raw[u] = kl::load_raw<P>(row + body + q * P);
+      else
+        for (T& x : raw[u].v) x = kl::from_float<T>(-INFINITY);
+    }
+#pragma unroll
+    for (int u = 0; u < kInFlight; ++u) {
+      const int q = first + u * nt + t;
+      float v[P];
+      kl::to_floats(raw[u], v);
+      const float pack_max = add_pack_to_sum(m, s, v);
+      if (u == 0 && first == 0) seed_threshold(sel, q < packs, raw[u], body + q * P, k, lane);
+      offer_pack(sel, q < packs, raw[u], pack_max, body + q * P, k, lane);
+    }
+  }
+  single(begin, split.head);  // after the seeding, which needs the buffer empty
+  single(tail, split.tail);
+}
+
+// p = e^(x - m) / s for the k sorted winners at the front of buf, written side by side.
+__device__ __forceinline__ void write_best(const Key* buf, int k, int lane, float m, float s, float* prob, int* idx) {
+  for (int j = lane; j < k; j += 32) {
+    prob[j] = kl::fast_exp(key_value(buf[j]) - m) / s;
+    idx[j] = key_index(buf[j]);
+  }
+}
+
+// ---- introduced by step 5 (a block per row), reused by step 6 (the row split over blocks) ----------
+
+// Streams `lists` sorted lists of k keys (list l at keys + l * stride; key 0: none) through an
+// empty selection. The largest of the lists' k-th keys seeds the threshold (that list alone holds k
+// keys at least as large), so most keys are rejected before they reach the buffer. The keys are
+// read kBatch per lane at a time, so that their latency is paid once per 256 keys.
+__device__ __forceinline__ void select_from_lists(Selection& sel, const Key* keys, int lists, int stride, int k,
+                                                  int lane) {
+  Key kth = 0;
+  for (int l = lane; l < lists; l += 32) kth = max(kth, keys[static_cast<std::int64_t>(l) * stride + k - 1]);
+  for (int offset = 16; offset > 0; offset /= 2) kth = max(kth, __shfl_xor_sync(kl::kFullMask, kth, offset));
+  if (kth != 0) sel.threshold = key_value(kth);
+  constexpr int kBatch = 8;
+  const int total = lists * k;
+  for (int base = 0; base < total; base += 32 * kBatch) {
+    Key batch[kBatch];
+#pragma unroll
+    for (int r = 0; r < kBatch; ++r) {
+      const int c = base + 32 * r + lane;
+      batch[r] = c < total ? keys[static_cast<std::int64_t>(c / k) * stride + c % k] : 0;
+    }
+    __syncwarp();  // in a block the lists sit in shared memory, where the appends below write
+#pragma unroll
+    for (int r = 0; r < kBatch; ++r) {
+      if (sel.count > sel.cap - 32) keep_best(sel, k, lane);
+      append(sel, batch[r] != 0 && !(key_value(batch[r]) < sel.threshold), batch[r], lane);
+    }
+  }
+  keep_best(sel, k, lane);
+}
+
+constexpr int kBlockThreads = 256;
+constexpr int kBlockWarps = kBlockThreads / 32;
+
+// One block folds a slice of a row (slice = the whole row for step 5): each of its 8 warps selects
+// as in step 4, then warp 0 streams the 8 warps' sorted lists through one more selection. With
+// one slice per row the block writes the answer; with several it writes the slice's k best keys
+// and (m, s) for topk_merge_slices. 8 warps on one row keep enough loads in flight when rows are few.
+template <class T>
+__global__ void __launch_bounds__(kBlockThreads, 4)
+    topk_block(const T* x, int vocab, int k, int slices, int slice, float* prob, int* idx, Key* part_keys,
+               float2* part_stats) {
+  __shared__ Key buffers[kBlockWarps * kCap<T>];
+  __shared__ float2 warp_ms[kBlockWarps];
+  const std::int64_t row = blockIdx.x / slices;
+  const int begin = static_cast<int>(blockIdx.x % slices) * slice, end = min(vocab, begin + slice);
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  Selection sel{buffers + warp * kCap<T>, kCap<T>};
+  float m = -INFINITY, s = 0.f;
+  scan_select(x + row * vocab, begin, end, static_cast<int>(threadIdx.x), kBlockThreads, m, s, sel, k, lane);
+  keep_best(sel, k, lane);  // the warp's k best (key 0 where it saw fewer) at the front of its buffer
+  warp_stats(m, s);
+  if (lane == 0) warp_ms[warp] = make_float2(m, s);
+  __syncthreads();
+  if (warp != 0) return;
+  // Warp 0 streams the 8 lists through a selection in its own buffer: it has read its own list
+  // before it appends, and the room check keeps its appends out of the other warps' buffers.
+  Selection block{buffers, kCap<T>};
+  select_from_lists(block, buffers, kBlockWarps, kCap<T>, k, lane);
+  m = lane < kBlockWarps ? warp_ms[lane].x : -INFINITY;
+  s = lane < kBlockWarps ? warp_ms[lane].y : 0.f;
+  warp_stats(m, s);
+  if (slices == 1) {
+    write_best(buffers, k, lane, m, s, prob + row * k, idx + row * k);
+    return;
+  }
+  for (int j = lane; j < k; j += 32) part_keys[static_cast<std::int64_t>(blockIdx.x) * k + j] = buffers[j];
+  if (lane == 0) part_stats[blockIdx.x] = make_float2(m, s);
 }
 
 }  // namespace lesson05

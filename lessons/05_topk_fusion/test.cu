@@ -85,7 +85,7 @@ void check_all_steps(const std::vector<float>& xq, std::int64_t rows, int vocab,
 // Shapes every lesson is checked on: a row shorter than a warp, awkward lengths (not multiples of the
 // 4- or 8-element pack), vocabularies up to 262144; KL_SANITIZE=1 keeps small ones.
 std::vector<std::pair<std::int64_t, int>> test_shapes() {
-  if (std::getenv("KL_SANITIZE")) return {{1, 1}, {3, 31}, {9, 33}, {4, 1000}, {2, 4097}, {2, 9001}};
+  if (kl::sanitizing()) return {{1, 1}, {3, 31}, {9, 33}, {4, 1000}, {2, 4097}, {2, 9001}};
   return {{1, 1},    {3, 2},     {5, 31},    {7, 33},    {64, 100},  {9, 1000},   {4, 1024},  {300, 4096},
           {3, 4097}, {2, 12345}, {3, 32000}, {3, 50257}, {2, 65536}, {1, 128256}, {2, 262144}};
 }
@@ -93,7 +93,7 @@ std::vector<std::pair<std::int64_t, int>> test_shapes() {
 std::vector<int> test_ks(int vocab) {
   std::vector<int> ks;
   for (int k : {1, 2, 5, 10, 32, 50, 64})
-    if (k <= vocab && (!std::getenv("KL_SANITIZE") || k == 1 || k == 5 || k == 64)) ks.push_back(k);
+    if (k <= vocab && (!kl::sanitizing() || k == 1 || k == 5 || k == 64)) ks.push_back(k);
   return ks;
 }
 
@@ -109,7 +109,7 @@ void every_step_every_shape() {
 
 // The shapes the special-value cases use: each step's code paths (head, packs, tail; slices).
 std::vector<std::pair<std::int64_t, int>> special_shapes() {
-  if (std::getenv("KL_SANITIZE")) return {{4, 7}, {4, 1000}, {4, 4097}};
+  if (kl::sanitizing()) return {{4, 7}, {4, 1000}, {4, 4097}};
   return {{4, 7}, {4, 33}, {4, 1000}, {4, 4097}, {4, 20011}};
 }
 
@@ -454,7 +454,7 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE("R = 1 and R = 10^5 short rows") {
-    const std::int64_t many = std::getenv("KL_SANITIZE") ? 2000 : 100000;
+    const std::int64_t many = kl::sanitizing() ? 2000 : 100000;
     for (int vocab : {7, 100}) {
       const auto x = kl::normal_floats(many * vocab, 0, 2, kl::seed_for(520 + vocab));
       check_all_steps<float>(x, many, vocab, 5);

@@ -1,6 +1,15 @@
 // Lesson 05's product layer (a student may skip it): the dispatcher (step 7), the table of steps that
 // main.cu and test.cu walk, the public API topk<T>, and the run of every chosen step on one shape.
 // The problem and its reference are in problem.cuh, the steps in steps/, their shared pieces in parts.cuh.
+//
+// The steps, one line each (--list prints them; --step takes the number or the name):
+//   1    unfused                lesson 04 softmax writes R x V probs; cub segmented radix sort; keep K
+//   2    warp_per_row           fused: a warp per row, online (max, sum) + register top-K per lane, warp merge
+//   3    warp_vector            step 2 + 16-byte loads + early reject below each lane's K-th best
+//   4    warp_select            one K-best list per warp: a shared threshold, candidates appended to shared memory
+//   5    block_per_row          a block per row: 8 warps select, warp 0 sorts their lists together
+//   6    split_row              a row split over blocks + a second kernel merging the slices (decode)
+//   7    dispatch               picks step 3, 4, 5 or 6 by R, V and K
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -10,6 +19,7 @@
 #include "common/buffer.cuh"
 #include "common/device.cuh"
 #include "common/ladder.hpp"
+#include "lessons/05_topk_fusion/host.cuh"
 #include "lessons/05_topk_fusion/parts.cuh"
 #include "lessons/05_topk_fusion/problem.cuh"
 #include "lessons/05_topk_fusion/steps/01_unfused.cuh"
@@ -54,6 +64,8 @@ using Launcher = void (*)(const Problem& p, Workspace& ws, cudaStream_t s);
 struct Launch {
   Launcher run;
   bool fused;
+  // Every lesson calls its step the same way: st.launch(...), with the launcher's arguments.
+  void operator()(const Problem& p, Workspace& ws, cudaStream_t s) const { run(p, ws, s); }
 };
 
 using Step = kl::Step<Launch>;
@@ -61,32 +73,32 @@ using Step = kl::Step<Launch>;
 // Every step runs on any GPU from sm_75: the selection of steps 4-6 counts the warp's candidates
 // with __reduce_add_sync on sm_80+ and with shuffles below (warp_sum).
 inline const std::vector<Step> kSteps = {
-    {"unfused", "lesson 04 softmax writes R x V probs; cub segmented radix sort; keep K", {launch_unfused, false}},
-    {"warp_per_row",
-     "fused: a warp per row, online (max, sum) + register top-K per lane, warp merge",
-     {launch_warp_per_row, true}},
-    {"warp_vector", "step 2 + 16-byte loads + early reject below each lane's K-th best", {launch_warp_vector, true}},
-    {"warp_select",
-     "one K-best list per warp: a shared threshold, candidates appended to shared memory",
-     {launch_warp_select, true}},
-    {"block_per_row",
-     "a block per row: 8 warps select, warp 0 sorts their lists together",
-     {launch_block_per_row, true}},
-    {"split_row", "a row split over blocks + a second kernel merging the slices (decode)", {launch_split_row, true}},
-    {"dispatch", "picks step 3, 4, 5 or 6 by R, V and K", {launch_dispatch, true}},
+    kl::step("unfused", "lesson 04 softmax writes R x V probs; cub segmented radix sort; keep K",
+             Launch{launch_unfused, false}),
+    kl::step("warp_per_row", "fused: a warp per row, online (max, sum) + register top-K per lane, warp merge",
+             Launch{launch_warp_per_row, true}),
+    kl::step("warp_vector", "step 2 + 16-byte loads + early reject below each lane's K-th best",
+             Launch{launch_warp_vector, true}),
+    kl::step("warp_select", "one K-best list per warp: a shared threshold, candidates appended to shared memory",
+             Launch{launch_warp_select, true}),
+    kl::step("block_per_row", "a block per row: 8 warps select, warp 0 sorts their lists together",
+             Launch{launch_block_per_row, true}),
+    kl::step("split_row", "a row split over blocks + a second kernel merging the slices (decode)",
+             Launch{launch_split_row, true}),
+    kl::step("dispatch", "picks step 3, 4, 5 or 6 by R, V and K", Launch{launch_dispatch, true}),
 };
 
 inline constexpr int kDispatchStep = 7;
 
 inline void launch_dispatch(const Problem& p, Workspace& ws, cudaStream_t s) {
-  kSteps[chosen_step(p) - 1].launch.run(p, ws, s);
+  kSteps[chosen_step(p) - 1].launch(p, ws, s);
 }
 
 // Runs a step: validates the problem first (no launch on bad input), launches nothing for R = 0.
 inline void run_step(const Step& st, const Problem& p, Workspace& ws, cudaStream_t s) {
   validate(p);
   if (p.rows == 0) return;
-  st.launch.run(p, ws, s);
+  st.launch(p, ws, s);
 }
 
 // The public API: the k largest softmax probabilities of each row of x [rows, vocab] and their
@@ -102,12 +114,15 @@ void topk(const T* x, float* prob, int* idx, std::int64_t rows, int vocab, int k
 // ---- the run of the chosen steps on one shape (lesson05's executable) -----------------------------
 
 // The legend of the error column, printed once after the limit line.
-inline void print_error_legend() {
-  std::printf(
+inline std::string error_legend() {
+  char line[320];
+  std::snprintf(
+      line, sizeof line,
       "error:  max |p - ref| / (|ref| + abs/rel) over the K results, ref = float64 softmax; inf = a wrong index;\n"
       "        passes at <= %.0e (steps 2-7, float results) or the dtype's rounding (step 1);  "
-      "[g] = CUDA-graph replay\n",
+      "[g] = CUDA-graph replay",
       tolerance(Dtype::f32).rel);
+  return line;
 }
 
 // One shape: fresh logits rounded to T, the float64 reference, then every chosen step poisoned, run,
@@ -161,6 +176,34 @@ inline std::vector<kl::Row> run(const Shape& sh, kl::Context<Launch>& cx) {
   std::vector<kl::Row> rows;
   with_type(parse_dtype(cx.args.dtype), [&](auto t) { rows = run_shape<decltype(t)>(sh, cx); });
   return rows;
+}
+
+// The executable: its step table, options, shapes and run, for the driver (main.cu).
+inline kl::Lesson<Launch, Shape> lesson() {
+  kl::Lesson<Launch, Shape> l;
+  l.id = "05";
+  l.title = "fused softmax + top-K: the K most likely entries of each row of logits [R, V]";
+  l.steps = kSteps;
+  l.options = {
+      {"rows", kl::Option::size, "rows of logits (default 4096); N or 2^E"},
+      {"vocab", kl::Option::size, "logits per row, the softmax dimension (default 50257)"},
+      {"k", kl::Option::size, "probabilities kept per row, 1 to 64 and at most V (default 10)"},
+      {"logits", kl::Option::text,
+       "normal (default: normal(0, 2)), masked (20 finite per row, the rest -inf) or equal (all 1)", false},
+  };
+  l.dtypes = {"f32", "f16", "bf16"};
+  l.sweep_help =
+      "R = 4096 with V in {32000, 50257, 128256} x K in {1, 10, 50}, K = 2 ... 64 at\n"
+      "               V = 50257, and the decode case R = 8, V = 128256, K = 50";
+  l.notes =
+      "Logits are loaded in the dtype, arithmetic and results are f32.\n"
+      "Bytes counted (the floor): R * V logits read once + R * K (probability, index) pairs written.\n";
+  l.slow_ms = 20.0;  // step 1 takes tens of ms at V = 128256: three repetitions are enough
+  l.shapes = shapes;
+  l.device_bytes = [](const Shape& sh, const kl::Args& a) { return device_bytes(sh, parse_dtype(a.dtype)); };
+  l.legend = [](const kl::Args&) { return error_legend(); };
+  l.run = run;
+  return l;
 }
 
 }  // namespace lesson05

@@ -3,6 +3,18 @@
 // baselines, the float64 reference's CPU/GPU choice, and the table of steps that main.cu and test.cu
 // walk (a new step is benchmarked and tested by adding one entry). A student may skip this file.
 // Steps 6-7 need sm_80 (cp.async); below it gemm() and the dispatcher use step 5's kernel instead.
+//
+// The steps, one line each (--list prints them; --step takes the number or the name):
+//   1    naive                  one thread per D element, A and B from global memory
+//   2    smem_tiles             32x32 shared-memory tiles, coalesced loads
+//   3    register_tile          128x128x16 block tile, 8x8 outputs per thread as outer products
+//   4    vector                 16-byte loads, A transposed + padded in shared memory
+//   5    double_buffer          two shared-memory stages: next tile's loads overlap this tile's FMAs
+//   6    warp_tiled             warp tiles of 4x4 quadrants, 3-stage cp.async, fragments read ahead, tuned 128x256x16
+//                               tiles, 8x8 a thread
+//   7    fused_epilogue         step 6 + bias and activation in the kernel (template per epilogue)
+//   lib  cublas                 cublasSgemm, FP32 (no TF32)
+//   lib  cublas+epilogue        cublasSgemm + a bias/activation kernel (unfused)
 #pragma once
 #include <cublas_v2.h>
 
@@ -17,6 +29,7 @@
 #include "common/buffer.cuh"
 #include "common/device.cuh"
 #include "common/ladder.hpp"
+#include "lessons/06_tiled_gemm/host.cuh"
 #include "lessons/06_tiled_gemm/problem.cuh"
 #include "lessons/06_tiled_gemm/steps/01_naive.cuh"
 #include "lessons/06_tiled_gemm/steps/02_smem_tiles.cuh"
@@ -253,6 +266,8 @@ using Launcher = void (*)(const Problem& p, Workspace& ws, cudaStream_t s);
 struct Launch {
   Launcher run;
   bool epilogue = false;
+  // Every lesson calls its step the same way: st.launch(...), with the launcher's arguments.
+  void operator()(const Problem& p, Workspace& ws, cudaStream_t s) const { run(p, ws, s); }
 };
 using GemmStep = kl::Step<Launch>;
 
@@ -271,29 +286,27 @@ void warp_tiled_step(const Problem& p, Workspace& ws, cudaStream_t s) {
   L(p, ws, s);
 }
 
-// {name, idea, {launcher, epilogue}, library, needs_sm}: steps 6-7 use cp.async (sm_80).
+// kl::step(name, idea, {launcher, epilogue}), .needs(80) for steps 6-7 (cp.async), .library() for cuBLAS.
 inline const std::vector<GemmStep> kSteps = {
-    {"naive", "one thread per D element, A and B from global memory", {plain_step<launch_naive>}},
-    {"smem_tiles", "32x32 shared-memory tiles, coalesced loads", {plain_step<launch_smem_tiles>}},
-    {"register_tile",
-     "128x128x16 block tile, 8x8 outputs per thread as outer products",
-     {plain_step<launch_register_tile>}},
-    {"vector", "16-byte loads, A transposed + padded in shared memory", {plain_step<launch_vector>}},
-    {"double_buffer",
-     "two shared-memory stages: next tile's loads overlap this tile's FMAs",
-     {plain_step<launch_double_buffer>}},
-    {"warp_tiled",
-     "warp tiles of 4x4 quadrants, 3-stage cp.async, fragments read ahead, tuned 128x256x16 tiles, 8x8 a thread",
-     {warp_tiled_step<launch_tuned>},
-     false,
-     80},
-    {"fused_epilogue",
-     "step 6 + bias and activation in the kernel (template per epilogue)",
-     {warp_tiled_step<launch_fused>, true},
-     false,
-     80},
-    {"cublas", "cublasSgemm, FP32 (no TF32)", {launch_cublas}, true},
-    {"cublas+epilogue", "cublasSgemm + a bias/activation kernel (unfused)", {launch_cublas_epilogue, true}, true},
+    kl::step("naive", "one thread per D element, A and B from global memory", Launch{plain_step<launch_naive>}),
+    kl::step("smem_tiles", "32x32 shared-memory tiles, coalesced loads", Launch{plain_step<launch_smem_tiles>}),
+    kl::step("register_tile", "128x128x16 block tile, 8x8 outputs per thread as outer products",
+             Launch{plain_step<launch_register_tile>}),
+    kl::step("vector", "16-byte loads, A transposed + padded in shared memory", Launch{plain_step<launch_vector>}),
+    kl::step("double_buffer", "two shared-memory stages: next tile's loads overlap this tile's FMAs",
+             Launch{plain_step<launch_double_buffer>}),
+    kl::step(
+        "warp_tiled",
+        "warp tiles of 4x4 quadrants, 3-stage cp.async, fragments read ahead, tuned 128x256x16 tiles, 8x8 a thread",
+        Launch{warp_tiled_step<launch_tuned>})
+        .needs(80),
+    kl::step("fused_epilogue", "step 6 + bias and activation in the kernel (template per epilogue)",
+             Launch{warp_tiled_step<launch_fused>, true})
+        .needs(80),
+    kl::step("cublas", "cublasSgemm, FP32 (no TF32)", Launch{launch_cublas}).library(),
+    kl::step("cublas+epilogue", "cublasSgemm + a bias/activation kernel (unfused)",
+             Launch{launch_cublas_epilogue, true})
+        .library(),
 };
 
 inline constexpr int kFusedStep = 7;
@@ -302,7 +315,7 @@ inline constexpr int kFusedStep = 7;
 inline void run_step(const GemmStep& st, const Problem& p, Workspace& ws, cudaStream_t s) {
   validate(p);
   if (p.m == 0 || p.n == 0 || p.k == 0) return;
-  st.launch.run(p, ws, s);
+  st.launch(p, ws, s);
 }
 
 // The public API: D = act(alpha A B + beta C + bias) through the dispatcher (step 7; below sm_80,

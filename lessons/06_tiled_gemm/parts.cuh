@@ -3,8 +3,10 @@
 // loader, the outer product and the split-column compute and store of steps 4-5 (step 4; step 6 keeps
 // the outer product and the 4-wide store). The exercise builds on this file alone.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
+#include "common/ptx.cuh"
 #include "lessons/06_tiled_gemm/problem.cuh"
 
 namespace lesson06 {
@@ -208,5 +210,69 @@ __device__ __forceinline__ void store_split(const Problem& p, const float (&acc)
       store4<Epi>(p, p.d, vec_d, m0 + ty * 8 + i, n0 + 64 * h + tx * 4,
                   make_float4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]));
 }
+
+// ---- step 6: the cp.async tile loader of steps 6-7 ------------------------------------------------
+
+// Copies one BMxBK tile of A and one BKxBN tile of B straight into a shared-memory stage with
+// cp.async (kl::cp_async4/16: no staging registers), walking K from start(). A is transposed on the
+// way (as[k][m], rows padded by 4 floats) by 4-byte copies whose lanes walk k (one 32-byte sector per
+// row of A in global memory); B goes in 16-byte copies (4-byte ones where B's rows are not 16-byte
+// aligned). Zero-fill past the edges, so tails stay in the kernel.
+template <int BM, int BN, int BK, int Threads>
+struct AsyncTileLoader {
+  static constexpr int kLdA = BM + 4, kLdB = BN;
+  static constexpr int kRowsA = Threads / BK, kA = BM / kRowsA;        // A: kA copies of 4 bytes
+  static constexpr int kRowsB = Threads / (BN / 4), kB = BK / kRowsB;  // B: kB copies of 16 bytes
+  static_assert(kRowsA * BK == Threads && kA * kRowsA == BM && kRowsB * (BN / 4) == Threads && kB * kRowsB == BK,
+                "tile/threads");
+  const float* pa;              // A[m0 + ra][k + ka]
+  const float* pb;              // B[k + rb][n0 + cb]
+  std::int64_t a_step, b_step;  // kRowsA rows of A, kRowsB rows of B
+  int k, ka, ra, rb, cb, n_left, m_left;
+  bool vec_b;
+
+  __device__ __forceinline__ void start(const Problem& p, int m0, int n0, int k0) {
+    k = k0;
+    ka = threadIdx.x % BK;
+    ra = threadIdx.x / BK;
+    rb = threadIdx.x / (BN / 4);
+    cb = threadIdx.x % (BN / 4) * 4;
+    m_left = p.m - m0;
+    n_left = p.n - n0;
+    vec_b = aligned16(p.b, p.ldb);
+    pa = p.a + std::int64_t{m0 + ra} * p.lda + k0 + ka;
+    pb = p.b + std::int64_t{k0 + rb} * p.ldb + n0 + cb;
+    a_step = std::int64_t{kRowsA} * p.lda;
+    b_step = std::int64_t{kRowsB} * p.ldb;
+  }
+
+  __device__ __forceinline__ void copy(const Problem& p, int k_end, float* as, float* bs) {
+    const bool k_in = k + ka < k_end;
+#pragma unroll
+    for (int i = 0; i < kA; ++i) {
+      const bool in = k_in && ra + i * kRowsA < m_left;
+      kl::cp_async4(as + ka * kLdA + ra + i * kRowsA, in ? pa + i * a_step : p.a, in ? 4 : 0);
+    }
+#pragma unroll
+    for (int i = 0; i < kB; ++i) {
+      const bool row_in = k + rb + i * kRowsB < k_end;
+      const float* src = pb + i * b_step;
+      float* dst = bs + (rb + i * kRowsB) * kLdB + cb;
+      if (vec_b) {
+        const int bytes = row_in ? 4 * max(0, min(4, n_left - cb)) : 0;
+        kl::cp_async16(dst, bytes ? src : p.b, bytes);
+      } else {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const bool in = row_in && cb + j < n_left;
+          kl::cp_async4(dst + j, in ? src + j : p.b, in ? 4 : 0);
+        }
+      }
+    }
+    pa += BK;
+    pb += std::int64_t{BK} * p.ldb;
+    k += BK;
+  }
+};
 
 }  // namespace lesson06

@@ -36,7 +36,7 @@ namespace {
 constexpr int kH100Sms = 132;
 const double kEps = 1.1920928955078125e-07;
 
-bool sanitizing() { return std::getenv("KL_SANITIZE") != nullptr; }
+using kl::sanitizing;
 
 // One check: the shape, the epilogue and how the operands are laid out.
 struct Case {

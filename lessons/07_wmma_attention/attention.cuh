@@ -2,6 +2,18 @@
 // the steps (steps/), adds the library baseline (cuBLAS batched GEMM, lesson 04's softmax, cuBLAS
 // batched GEMM) and the tensor-core limit, holds the table of steps main.cu and test.cu walk, and runs
 // the chosen steps of one shape. A student may skip this file: the ideas are in steps/.
+//
+// The steps, one line each (--list prints them; --step takes the number or the name):
+//   1    tile_reference         [tile] 1 warp/block: WMMA QK^T -> smem, lanes 0-15 softmax a row at a time, WMMA PV
+//   2    tile_all_lanes         [tile] step 1 with lanes 16-31 on the odd rows: 8 passes, half-warp shuffles
+//   3    tile_multi_warp        [tile] step 2 with 8 warps per block, one tile per warp
+//   4    tile_registers         [tile] mma.sync: softmax on the accumulator fragment, P reused as the A operand
+//   lib  cublas_softmax_cublas  [tile] cuBLAS batched GEMM + lesson 04 softmax + cuBLAS batched GEMM
+//   5    flash_wmma             [flash] 64-query blocks loop over 64-key tiles: WMMA + online (max, sum) + output
+//                               rescale
+//   6    flash_mma              [flash] 128-query blocks, mma.sync, Q/S/P/O in registers, swizzled ldmatrix, cp.async
+//                               x2
+//   lib  cublas_materialised_S  [flash] cuBLAS batched GEMM -> S in memory, lesson 04 softmax, batched GEMM
 #pragma once
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
@@ -19,6 +31,7 @@
 #include "common/random.hpp"
 #include "common/timing.cuh"
 #include "lessons/04_online_softmax/softmax.cuh"
+#include "lessons/07_wmma_attention/host.cuh"
 #include "lessons/07_wmma_attention/problem.cuh"
 #include "lessons/07_wmma_attention/steps/01_tile_reference.cuh"
 #include "lessons/07_wmma_attention/steps/02_tile_all_lanes.cuh"
@@ -105,12 +118,19 @@ inline void launch_library(const Problem& p, Workspace& ws, cudaStream_t s) {
 // A cuBLAS f16 GEMM of 8192³ in this run (common/cublas.cuh).
 using kl::measure_tensor_tflops;
 
-// The driver's measure_limits hook: the flash part's limit, and how errors are measured.
+// The driver's measure_limits hook: the flash part's limit.
 inline void measure_limits(kl::Limits& limits, const kl::DeviceInfo&) {
   limits.peak_tflops = measure_tensor_tflops();
   std::printf("limit:  cuBLAS f16 GEMM 8192^3 %.0f TFLOP/s (flash part; the tile part is held to the copy)\n",
               limits.peak_tflops);
-  std::printf("error:  max |o - ref| / (|ref| + %.1f), passes at <= %.0e;  [g] = CUDA-graph replay\n", kFloor, kRel);
+}
+
+// The driver's legend: how errors are measured (lessons 07 and 09).
+inline std::string error_legend() {
+  char line[120];
+  std::snprintf(line, sizeof line,
+                "error:  max |o - ref| / (|ref| + %.1f), passes at <= %.0e;  [g] = CUDA-graph replay", kFloor, kRel);
+  return line;
 }
 
 // ---- the table of steps ---------------------------------------------------------------------------------
@@ -120,21 +140,32 @@ using Step = kl::Step<Launcher>;
 
 // The tile steps, their library row, the flash steps, theirs: labelled 1-4, lib, 5-6, lib.
 inline const std::vector<Step> kSteps = {
-    {"tile_reference", "1 warp/block: WMMA QK^T -> smem, lanes 0-15 softmax a row at a time, WMMA PV",
-     launch_tile_reference, false, 0, "tile"},
-    {"tile_all_lanes", "step 1 with lanes 16-31 on the odd rows: 8 passes, half-warp shuffles", launch_tile_all_lanes,
-     false, 0, "tile"},
-    {"tile_multi_warp", "step 2 with 8 warps per block, one tile per warp", launch_tile_multi_warp, false, 0, "tile"},
-    {"tile_registers", "mma.sync: softmax on the accumulator fragment, P reused as the A operand",
-     launch_tile_registers, false, 80, "tile"},
-    {"cublas_softmax_cublas", "cuBLAS batched GEMM + lesson 04 softmax + cuBLAS batched GEMM", launch_library, true, 0,
-     "tile"},
-    {"flash_wmma", "64-query blocks loop over 64-key tiles: WMMA + online (max, sum) + output rescale",
-     launch_flash_wmma, false, 0, "flash"},
-    {"flash_mma", "128-query blocks, mma.sync, Q/S/P/O in registers, swizzled ldmatrix, cp.async x2", launch_flash_mma,
-     false, 80, "flash"},
-    {"cublas_materialised_S", "cuBLAS batched GEMM -> S in memory, lesson 04 softmax, batched GEMM", launch_library,
-     true, 0, "flash"},
+    kl::step("tile_reference", "1 warp/block: WMMA QK^T -> smem, lanes 0-15 softmax a row at a time, WMMA PV",
+             launch_tile_reference)
+        .part("tile"),
+    kl::step("tile_all_lanes", "step 1 with lanes 16-31 on the odd rows: 8 passes, half-warp shuffles",
+             launch_tile_all_lanes)
+        .part("tile"),
+    kl::step("tile_multi_warp", "step 2 with 8 warps per block, one tile per warp", launch_tile_multi_warp)
+        .part("tile"),
+    kl::step("tile_registers", "mma.sync: softmax on the accumulator fragment, P reused as the A operand",
+             launch_tile_registers)
+        .needs(80)
+        .part("tile"),
+    kl::step("cublas_softmax_cublas", "cuBLAS batched GEMM + lesson 04 softmax + cuBLAS batched GEMM", launch_library)
+        .library()
+        .part("tile"),
+    kl::step("flash_wmma", "64-query blocks loop over 64-key tiles: WMMA + online (max, sum) + output rescale",
+             launch_flash_wmma)
+        .part("flash"),
+    kl::step("flash_mma", "128-query blocks, mma.sync, Q/S/P/O in registers, swizzled ldmatrix, cp.async x2",
+             launch_flash_mma)
+        .needs(80)
+        .part("flash"),
+    kl::step("cublas_materialised_S", "cuBLAS batched GEMM -> S in memory, lesson 04 softmax, batched GEMM",
+             launch_library)
+        .library()
+        .part("flash"),
 };
 
 inline Part part_of(const Step& st) { return std::string(st.part) == "tile" ? Part::tile : Part::flash; }
@@ -167,19 +198,14 @@ inline std::vector<kl::Row> run_shape(const Shape& shape, kl::Context<Launcher>&
   for (int i : cx.chosen)
     if (part_of(cx.steps[i]) == part) pc.chosen.push_back(i);
   if (pc.chosen.empty()) return {};
-  Problem p = shape.second;
-  const auto n = static_cast<std::size_t>(p.elements());
-  kl::DeviceBuffer<__half> q(n), k(n), v(n), o(n);
-  fill_inputs(p, q.data(), k.data(), v.data());
-  p.q = q.data();
-  p.k = k.data();
-  p.v = v.data();
-  p.o = o.data();
+  DeviceQkvo d(shape.second);
+  const Problem p = d.on(shape.second);
+  fill_inputs(p, d.q.data(), d.k.data(), d.v.data());
   std::vector<std::int64_t> rows;
   std::vector<double> ref;
   if (cx.check) {
     if (part == Part::tile) {  // the whole output, in float64 on the CPU
-      ref = reference(to_floats(q.download()), to_floats(k.download()), to_floats(v.download()), p);
+      ref = reference(to_floats(d.q.download()), to_floats(d.k.download()), to_floats(d.v.download()), p);
       rows.resize(static_cast<std::size_t>(p.rows()));
       for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::int64_t>(i);
     } else {
@@ -199,8 +225,50 @@ inline std::vector<kl::Row> run_shape(const Shape& shape, kl::Context<Launcher>&
   kl::Row proto{"", "", "f16", shape_text(shape)};
   if (part == Part::tile) proto.bytes = bytes(p);
   proto.flops = flops(p);
-  const kl::Trial trial{proto, [&] { o.poison(); }, [&] { return max_error(o.download(), ref, rows, p.dim); }, kRel};
+  const kl::Trial trial{proto, [&] { d.o.poison(); }, [&] { return max_error(d.o.download(), ref, rows, p.dim); },
+                        kRel};
   return kl::run_steps(pc, trial, [&](const Step& st, cudaStream_t s) { run_step(st, p, ws, s); });
+}
+
+// The executable: its step table, options, shapes and run, for the driver (main.cu).
+inline kl::Lesson<Launcher, Shape> lesson() {
+  using kl::Option;
+  kl::Lesson<Launcher, Shape> l;
+  l.id = "07";
+  l.title = "attention O = softmax(Q K^T scale) V on the tensor cores: the 16x16 tile, then flash attention";
+  l.steps = kSteps;
+  l.options = {
+      {"part", Option::text,
+       "tile: B independent 16x16x16 attentions (steps 1-4 and their library row);\n"
+       "               flash: Q, K, V [B, H, S, D] (steps 5-6 and their library row);\n"
+       "               both (the default) runs each part at its default shape",
+       false},
+      {"batch", Option::size, "tile: the number of tiles (default 65536); flash: the batch (default 16); N or 2^E"},
+      {"heads", Option::size, "flash: heads per batch entry (default 16)"},
+      {"seq", Option::size, "flash: sequence length, any S >= 1 (default 4096)"},
+      {"dim", Option::size, "flash: head dimension, 64 or 128 (default 64)"},
+      {"causal", Option::flag, "flash: query i attends to keys j <= i only"},
+      {"scale", Option::text, "softmax(Q K^T * X) (default 1/sqrt(D))", false},
+  };
+  l.dtypes = {"f16"};
+  l.sweep_help =
+      "tile: B = 4096 and 65536; flash: S = 128 ... 16384 with B = 65536 / S, H = 16,\n"
+      "               for D = 64 and 128, causal and not";
+  l.notes =
+      "Inputs are uniform in [-sqrt(3), sqrt(3)) (unit variance), f16; accumulation f32; output f16.\n"
+      "Checked against float64 on the CPU (tile) or an f32 GPU reference on ~4096 sampled rows (flash).\n"
+      "FLOPs counted: 4 B H S^2 D (half of it when causal). The library row of the flash part is n/a\n"
+      "where its materialised S and P (2 x B H S^2 f16) would exceed 16 GiB.\n";
+  l.shapes = [](const kl::Args& a) {
+    std::vector<Shape> out = shapes(a);
+    check_step_part(a.step, a);
+    return out;
+  };
+  l.device_bytes = [](const Shape& sh, const kl::Args&) { return bytes(sh.second); };
+  l.measure_limits = measure_limits;
+  l.legend = [](const kl::Args&) { return error_legend(); };
+  l.run = run_shape;
+  return l;
 }
 
 }  // namespace lesson07

@@ -1,6 +1,7 @@
 // Lesson 07, the pieces several steps share, each with the step that introduces it: the WMMA tile
-// products (step 1), the two-rows softmax (step 2), the 8-warp block of tiles (step 3), and the flash
-// loop's block and key-tile bookkeeping and launch (step 5).
+// products (step 1), the two-rows softmax (step 2), the 8-warp block of tiles (step 3), the flash
+// loop's block and key-tile bookkeeping and launch (step 5), and step 6's swizzled tiles and mma.sync
+// products (lesson 09's step 1 is step 6, and its later steps build on these layouts).
 #pragma once
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -9,7 +10,7 @@
 #include <cstdint>
 
 #include "common/check.cuh"
-#include "common/ladder.hpp"
+#include "common/ptx.cuh"
 #include "common/warp.cuh"
 #include "lessons/07_wmma_attention/problem.cuh"
 
@@ -110,6 +111,94 @@ void launch_with_smem(std::size_t smem, int warps, const Problem& p, cudaStream_
   (void)allowed;
   Kernel<<<flash_blocks(p, 16 * warps), warps * 32, smem, s>>>(p);
   CUDA_CHECK_LAUNCH();
+}
+
+// ---- introduced by step 6 (the flash part on mma.sync; lesson 09's step 1 is that step) --------------
+// Its swizzled tiles, loads, the two products on fragments and the store; the softmax on the fragments
+// stays in the step file.
+// Shared tiles are [64 rows][D] f16 with the 16-byte chunk c of row r stored at chunk c ^ (r % 8):
+// the 8 rows an ldmatrix reads at one column then fall in 8 different bank groups (no conflicts).
+template <int D>
+__device__ __forceinline__ int swz(int row, int chunk) {
+  return row * D + ((chunk ^ (row % 8)) * 8);
+}
+
+// K and V tile [k0, k0 + 64) of one head into a stage: 16-byte cp.async per chunk, zero-filled past S.
+template <int D>
+__device__ __forceinline__ void load_kv_async(__half* ks, __half* vs, const __half* k, const __half* v, int k0,
+                                              int seq) {
+  for (int i = threadIdx.x; i < kBc * D / 8; i += blockDim.x) {
+    const int r = i / (D / 8), ch = i % (D / 8);
+    const bool ok = k0 + r < seq;
+    const std::int64_t g = ok ? static_cast<std::int64_t>(k0 + r) * D + ch * 8 : 0;
+    kl::cp_async16(ks + swz<D>(r, ch), k + g, ok ? 16 : 0);
+    kl::cp_async16(vs + swz<D>(r, ch), v + g, ok ? 16 : 0);
+  }
+}
+
+// Q's A fragments, straight from global memory (once per block): rows g and g+8 of the warp's 16.
+template <int D>
+__device__ __forceinline__ void load_q_fragments(std::uint32_t (&qa)[D / 16][4], const Problem& p, std::int64_t base,
+                                                 int row0, int t) {
+  for (int kk = 0; kk < D / 16; ++kk) {
+    for (int i = 0; i < 4; ++i) {
+      const int row = row0 + (i % 2) * 8, col = kk * 16 + (i / 2) * 8 + 2 * t;
+      qa[kk][i] = row < p.seq
+                      ? *reinterpret_cast<const std::uint32_t*>(p.q + base + static_cast<std::int64_t>(row) * D + col)
+                      : 0u;
+    }
+  }
+}
+
+// S (16 × 64) = Q·Kᵀ: n-tile nt holds keys nt*8 .. +7; one ldmatrix.x4 gives two k-steps of it.
+template <int D>
+__device__ __forceinline__ void scores_qk(float (&s)[kBc / 8][4], const std::uint32_t (&qa)[D / 16][4],
+                                          const __half* ks, int r8, int mi) {
+#pragma unroll
+  for (int nt = 0; nt < kBc / 8; ++nt) {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk += 2) {
+      std::uint32_t b[4];
+      kl::ldmatrix_x4(b, ks + swz<D>(nt * 8 + r8, kk * 2 + mi));
+      kl::mma_16816(s[nt], qa[kk], b[0], b[1]);
+      kl::mma_16816(s[nt], qa[kk + 1], b[2], b[3]);
+    }
+  }
+}
+
+// O += P·V: k-step ks16 = keys 16ks16 .. +15 = S's n-tiles 2ks16 and 2ks16+1, already in A layout.
+template <int D>
+__device__ __forceinline__ void accumulate_pv(float (&o)[D / 8][4], const float (&s)[kBc / 8][4], const __half* vs,
+                                              int r8, int mi) {
+#pragma unroll
+  for (int ks16 = 0; ks16 < kBc / 16; ++ks16) {
+    const std::uint32_t pa[4] = {
+        kl::pack_half2(s[2 * ks16][0], s[2 * ks16][1]), kl::pack_half2(s[2 * ks16][2], s[2 * ks16][3]),
+        kl::pack_half2(s[2 * ks16 + 1][0], s[2 * ks16 + 1][1]), kl::pack_half2(s[2 * ks16 + 1][2], s[2 * ks16 + 1][3])};
+#pragma unroll
+    for (int n = 0; n < D / 8; n += 2) {
+      std::uint32_t b[4];
+      kl::ldmatrix_x4_trans(b, vs + swz<D>(ks16 * 16 + (mi % 2) * 8 + r8, n + mi / 2));
+      kl::mma_16816(o[n], pa, b[0], b[1]);
+      kl::mma_16816(o[n + 1], pa, b[2], b[3]);
+    }
+  }
+}
+
+// O / l for rows g and g + 8, to f16; the lanes of a quad hold partial sums of the same rows.
+template <int D>
+__device__ __forceinline__ void store_output(__half* o_head, const float (&o)[D / 8][4], float (&l)[2], int row0, int t,
+                                             int seq) {
+  for (int h = 0; h < 2; ++h) {
+    l[h] += __shfl_xor_sync(kl::kFullMask, l[h], 1);
+    l[h] += __shfl_xor_sync(kl::kFullMask, l[h], 2);
+  }
+  for (int h = 0; h < 2; ++h) {
+    const int row = row0 + h * 8;
+    if (row >= seq) continue;
+    auto* out = reinterpret_cast<std::uint32_t*>(o_head + static_cast<std::int64_t>(row) * D);
+    for (int n = 0; n < D / 8; ++n) out[n * 4 + t] = kl::pack_half2(o[n][2 * h] / l[h], o[n][2 * h + 1] / l[h]);
+  }
 }
 
 }  // namespace lesson07

@@ -26,42 +26,21 @@ using lesson07::Problem;
 
 namespace {
 
-bool sanitizing() { return std::getenv("KL_SANITIZE") != nullptr; }
+using kl::sanitizing;
 
-struct Inputs {
-  std::vector<float> q, k, v;  // already rounded to f16: the reference sees what the GPU reads
-};
-
-std::vector<float> rounded(std::size_t n, double amp, std::uint64_t seed) {
-  std::vector<float> x = kl::uniform_floats(n, -amp, amp, seed);
-  for (auto& e : x) e = __half2float(__float2half_rn(e));
-  return x;
-}
-
-Inputs make_inputs(const Problem& p, std::uint64_t seed) {
-  const auto n = static_cast<std::size_t>(p.elements());
-  return {rounded(n, 1.7320508, seed), rounded(n, 1.7320508, seed + 1), rounded(n, 1.7320508, seed + 2)};
-}
-
-std::vector<__half> to_halves(const std::vector<float>& x) {
-  std::vector<__half> h(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) h[i] = __float2half_rn(x[i]);
-  return h;
-}
+using Inputs = lesson07::HostQkv;  // Q, K, V rounded to f16 (lessons/07_wmma_attention/host.cuh)
+using lesson07::DeviceQkvo;
+using lesson07::test_inputs;
 
 // Runs one step with the output poisoned (NaN); throws NotSupported as the step does.
 std::vector<__half> run(const lesson07::Step& st, Problem p, const Inputs& in) {
-  const kl::DeviceBuffer<__half> q(to_halves(in.q)), k(to_halves(in.k)), v(to_halves(in.v));
-  kl::DeviceBuffer<__half> o(static_cast<std::size_t>(p.elements()));
-  o.poison();
-  p.q = q.data();
-  p.k = k.data();
-  p.v = v.data();
-  p.o = o.data();
+  DeviceQkvo d(in);
+  d.o.poison();
+  p = d.on(p);
   lesson07::Workspace ws;
   lesson07::run_step(st, p, ws, nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
-  return o.download();
+  return d.o.download();
 }
 
 std::vector<std::int64_t> all_rows(const Problem& p) {
@@ -83,7 +62,7 @@ void refused(const lesson07::Step& st, const kl::NotSupported& e) {
 
 // Every step of `part` on one problem against the float64 reference of every row.
 void check_part(Part part, const Problem& p, std::uint64_t seed, bool with_library = true) {
-  const Inputs in = make_inputs(p, seed);
+  const Inputs in = test_inputs(p, seed);
   const std::vector<double> ref = lesson07::reference(in.q, in.k, in.v, p);
   for (const auto& st : kSteps) {
     if (lesson07::part_of(st) != part || (st.library && !with_library)) continue;
@@ -377,14 +356,10 @@ TEST_SUITE("gpu") {
                                       {Part::flash, flash(1, 2, 100, 64, true)},
                                       {Part::flash, flash(2, 1, 70, 128, false)}}) {
       Problem p = shape;
-      const Inputs in = make_inputs(p, kl::seed_for(750));
+      const Inputs in = test_inputs(p, kl::seed_for(750));
       const std::vector<double> ref = lesson07::reference(in.q, in.k, in.v, p);
-      const kl::DeviceBuffer<__half> q(to_halves(in.q)), k(to_halves(in.k)), v(to_halves(in.v));
-      kl::DeviceBuffer<__half> o(static_cast<std::size_t>(p.elements()));
-      p.q = q.data();
-      p.k = k.data();
-      p.v = v.data();
-      p.o = o.data();
+      DeviceQkvo d(in);
+      p = d.on(p);
       cudaStream_t stream;
       CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
       for (const auto& st : kSteps) {
@@ -399,9 +374,9 @@ TEST_SUITE("gpu") {
           continue;
         }
         CUDA_CHECK(cudaStreamSynchronize(stream));
-        o.poison();
+        d.o.poison();
         kl::replay_once(stream, [&](cudaStream_t s) { lesson07::run_step(st, p, ws, s); });
-        CHECK(lesson07::max_error(o.download(), ref, all_rows(p), p.dim) <= lesson07::kRel);
+        CHECK(lesson07::max_error(d.o.download(), ref, all_rows(p), p.dim) <= lesson07::kRel);
       }
       CUDA_CHECK(cudaStreamDestroy(stream));
     }
@@ -410,12 +385,9 @@ TEST_SUITE("gpu") {
   TEST_CASE("the f32 GPU reference (large shapes in main.cu) agrees with float64 on its sampled rows") {
     for (bool causal : {false, true}) {
       const Problem shape = flash(2, 2, sanitizing() ? 130 : 777, 128, causal);
-      const Inputs in = make_inputs(shape, kl::seed_for(740));
-      const kl::DeviceBuffer<__half> q(to_halves(in.q)), k(to_halves(in.k)), v(to_halves(in.v));
-      Problem p = shape;
-      p.q = q.data();
-      p.k = k.data();
-      p.v = v.data();
+      const Inputs in = test_inputs(shape, kl::seed_for(740));
+      DeviceQkvo d(in);
+      const Problem p = d.on(shape);
       const auto rows = lesson07::sample_rows(p, 100);
       const auto want = lesson07::reference(in.q, in.k, in.v, p, rows);
       const auto got = lesson07::reference_gpu(p, rows);

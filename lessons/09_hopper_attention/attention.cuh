@@ -3,6 +3,15 @@
 // compiled for the build's architectures), the Hopper steps (hopper.cu, compiled for sm_90a alone), then
 // lesson 07's library row (cuBLAS with S materialised). PyTorch's SDPA rows, one per backend, come from
 // scripts/torch_attention.py, in the same CSV. A student may skip this file: the ideas are in steps/.
+//
+// The steps, one line each (--list prints them; --step takes the number or the name):
+//   1    flash_mma              baseline: lesson 07's step 6, FA2 on mma.sync + ldmatrix, 128-query blocks, cp.async x2
+//   2    wgmma                  a warpgroup's S = QK^T and O += PV by wgmma from shared memory, P from registers;
+//                               cp.async x2
+//   3    tma                    K, V (and Q) by TMA boxes on mbarriers, 3 stages; one thread issues every load
+//   4    warp_specialized       a producer warpgroup feeds TMA, 2 consumer groups compute; setmaxnreg 24 / 240
+//   5    overlap                S of tile j and PV of tile j-1 in flight together; the softmax runs under the PV GEMM
+//   lib  cublas_materialised_S  cuBLAS batched GEMM -> S in memory, lesson 04 softmax, batched GEMM
 #pragma once
 #include <cuda_fp16.h>
 
@@ -15,6 +24,7 @@
 #include "common/ladder.hpp"
 #include "lessons/07_wmma_attention/attention.cuh"
 #include "lessons/09_hopper_attention/hopper.cuh"
+#include "lessons/09_hopper_attention/host.cuh"
 #include "lessons/09_hopper_attention/problem.cuh"
 #include "lessons/09_hopper_attention/steps/01_flash_mma.cuh"
 
@@ -26,16 +36,18 @@ using lesson07::launch_library;
 
 // ---- the table of steps ---------------------------------------------------------------------------------
 
-// {name, idea, launcher, library, needs_sm}: step 1, the Hopper steps of hopper.cu, then the library row.
+// Step 1 (sm_80), the Hopper steps of hopper.cu, then the library row.
 inline std::vector<Step> ladder_steps() {
   std::vector<Step> steps = {
-      {"flash_mma", "baseline: lesson 07's step 6, FA2 on mma.sync + ldmatrix, 128-query blocks, cp.async x2",
-       launch_flash_mma, false, 80},
+      kl::step("flash_mma", "baseline: lesson 07's step 6, FA2 on mma.sync + ldmatrix, 128-query blocks, cp.async x2",
+               launch_flash_mma)
+          .needs(80),
   };
   const std::vector<Step>& hopper = hopper_steps();
   steps.insert(steps.end(), hopper.begin(), hopper.end());
-  steps.push_back({"cublas_materialised_S", "cuBLAS batched GEMM -> S in memory, lesson 04 softmax, batched GEMM",
-                   launch_library, true, 0});
+  steps.push_back(kl::step("cublas_materialised_S",
+                           "cuBLAS batched GEMM -> S in memory, lesson 04 softmax, batched GEMM", launch_library)
+                      .library());
   return steps;
 }
 
@@ -60,7 +72,6 @@ inline void measure_limits(kl::Limits& limits, const kl::DeviceInfo&) {
   limits.peak_tflops = lesson07::measure_tensor_tflops();
   std::printf("limit:  cuBLAS f16 GEMM 8192^3 %.0f TFLOP/s (the tensor-core peak every %% of limit is of)\n",
               limits.peak_tflops);
-  std::printf("error:  max |o - ref| / (|ref| + %.1f), passes at <= %.0e;  [g] = CUDA-graph replay\n", kFloor, kRel);
 }
 
 // ---- one shape --------------------------------------------------------------------------------------------
@@ -68,14 +79,9 @@ inline void measure_limits(kl::Limits& limits, const kl::DeviceInfo&) {
 // Fresh inputs, the f32 GPU reference on ~4096 sampled rows, then the chosen steps through the driver
 // (poison, run, check, time), as lesson 07's flash part.
 inline std::vector<kl::Row> run_shape(const Problem& shape, kl::Context<Launcher>& cx) {
-  Problem p = shape;
-  const auto n = static_cast<std::size_t>(p.elements());
-  kl::DeviceBuffer<__half> q(n), k(n), v(n), o(n);
-  fill_inputs(p, q.data(), k.data(), v.data());
-  p.q = q.data();
-  p.k = k.data();
-  p.v = v.data();
-  p.o = o.data();
+  lesson07::DeviceQkvo d(shape);
+  const Problem p = d.on(shape);
+  fill_inputs(p, d.q.data(), d.k.data(), d.v.data());
   std::vector<std::int64_t> rows;
   std::vector<double> ref;
   if (cx.check) {
@@ -88,8 +94,39 @@ inline std::vector<kl::Row> run_shape(const Problem& shape, kl::Context<Launcher
   Workspace ws;
   kl::Row proto{"", "", "f16", shape_text(p)};
   proto.flops = flops(p);
-  const kl::Trial trial{proto, [&] { o.poison(); }, [&] { return max_error(o.download(), ref, rows, p.dim); }, kRel};
+  const kl::Trial trial{proto, [&] { d.o.poison(); }, [&] { return max_error(d.o.download(), ref, rows, p.dim); },
+                        kRel};
   return kl::run_steps(cx, trial, [&](const Step& st, cudaStream_t s) { lesson09::run_step(st, p, ws, s); });
+}
+
+// The executable: its step table, options, shapes and run, for the driver (main.cu).
+inline kl::Lesson<Launcher, Problem> lesson() {
+  using kl::Option;
+  kl::Lesson<Launcher, Problem> l;
+  l.id = "09";
+  l.title = "attention O = softmax(Q K^T scale) V on Hopper: wgmma, TMA and warp specialisation";
+  l.steps = kSteps;
+  l.options = {
+      {"batch", Option::size, "the batch B (default 16); N or 2^E"},
+      {"heads", Option::size, "heads per batch entry H (default 16)"},
+      {"seq", Option::size, "sequence length S, any S >= 1 (default 4096)"},
+      {"dim", Option::size, "head dimension D, 64 or 128 (default 64)"},
+      {"causal", Option::flag, "query i attends to keys j <= i only"},
+      {"scale", Option::text, "softmax(Q K^T * X) (default 1/sqrt(D))", false},
+  };
+  l.dtypes = {"f16"};
+  l.sweep_help = "S = 128 ... 16384 with B = 65536 / S, H = 16, for D = 64 and 128, causal and not";
+  l.notes =
+      "Inputs are uniform in [-sqrt(3), sqrt(3)) (unit variance), f16; accumulation f32; output f16.\n"
+      "Checked against an f32 GPU reference on ~4096 sampled rows. FLOPs counted: 4 B H S^2 D (half of it\n"
+      "when causal). Steps marked sm_90a run on sm_90 GPUs only (H100, H200); elsewhere they are n/a.\n"
+      "The library row is n/a where its materialised S and P (2 x B H S^2 f16) would exceed 16 GiB.\n";
+  l.shapes = shapes;
+  l.device_bytes = [](const Problem& p, const kl::Args&) { return bytes(p); };
+  l.measure_limits = measure_limits;
+  l.legend = [](const kl::Args&) { return lesson07::error_legend(); };
+  l.run = run_shape;
+  return l;
 }
 
 }  // namespace lesson09

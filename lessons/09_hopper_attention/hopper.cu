@@ -10,7 +10,10 @@
 
 #include "common/check.cuh"
 #include "lessons/09_hopper_attention/hopper.cuh"
-#include "lessons/09_hopper_attention/steps/05_overlap.cuh"  // and, through it, steps 2-4
+#include "lessons/09_hopper_attention/steps/02_wgmma.cuh"
+#include "lessons/09_hopper_attention/steps/03_tma.cuh"
+#include "lessons/09_hopper_attention/steps/04_warp_specialized.cuh"
+#include "lessons/09_hopper_attention/steps/05_overlap.cuh"
 
 namespace lesson09 {
 
@@ -44,16 +47,23 @@ std::string hopper_missing() {
 }
 
 const std::vector<Step>& hopper_steps() {
-  // {name, idea, launcher, library = false, needs_sm = 90, part = nullptr, arch_specific = true}
+  // Each needs sm_90a: .needs(90).arch_specific().
   static const std::vector<Step> steps = {
-      {"wgmma", "a warpgroup's S = QK^T and O += PV by wgmma from shared memory, P from registers; cp.async x2",
-       launch_wgmma, false, 90, nullptr, true},
-      {"tma", "K, V (and Q) by TMA boxes on mbarriers, 3 stages; one thread issues every load", launch_tma, false, 90,
-       nullptr, true},
-      {"warp_specialized", "a producer warpgroup feeds TMA, 2 consumer groups compute; setmaxnreg 24 / 240",
-       launch_warp_specialized, false, 90, nullptr, true},
-      {"overlap", "S of tile j and PV of tile j-1 in flight together; the softmax runs under the PV GEMM",
-       launch_overlap, false, 90, nullptr, true},
+      kl::step("wgmma", "a warpgroup's S = QK^T and O += PV by wgmma from shared memory, P from registers; cp.async x2",
+               launch_wgmma)
+          .needs(90)
+          .arch_specific(),
+      kl::step("tma", "K, V (and Q) by TMA boxes on mbarriers, 3 stages; one thread issues every load", launch_tma)
+          .needs(90)
+          .arch_specific(),
+      kl::step("warp_specialized", "a producer warpgroup feeds TMA, 2 consumer groups compute; setmaxnreg 24 / 240",
+               launch_warp_specialized)
+          .needs(90)
+          .arch_specific(),
+      kl::step("overlap", "S of tile j and PV of tile j-1 in flight together; the softmax runs under the PV GEMM",
+               launch_overlap)
+          .needs(90)
+          .arch_specific(),
   };
   return steps;
 }

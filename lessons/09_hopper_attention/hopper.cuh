@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/ladder.hpp"
+#include "common/step.hpp"
 #include "lessons/09_hopper_attention/problem.cuh"
 
 namespace lesson07 {
@@ -31,7 +31,7 @@ std::string hopper_missing();
 
 inline bool hopper_available() { return hopper_missing().empty(); }
 
-// The Hopper steps (2, 3, ...) in ladder order, each {name, idea, launcher, false, 90, nullptr, true}:
+// The Hopper steps (2, 3, ...) in ladder order, each kl::step(name, idea, launcher).needs(90).arch_specific():
 // not a library row, needs sm_90a. The table is in hopper.cu, beside the step files it includes, whose
 // kernels and launchers are compiled there, for sm_90a only.
 const std::vector<Step>& hopper_steps();

@@ -1,47 +1,15 @@
 // Lesson 09, the problem: lesson 07's flash part, unchanged. Attention O = softmax(Q·Kᵀ·scale)·V for
 // Q, K, V [B, H, S, D] in f16, f32 accumulation, f16 out, D = 64 or 128, causal or not, any S >= 1.
-// The shape, its validation, the inputs, the float64 (CPU) and f32 (GPU, sampled rows) references, the
-// error measure, the FLOP and byte counts are lesson 07's (lessons/07_wmma_attention/problem.cuh); this
-// file names them in lesson09 and adds only what differs: one part (no tile problem), so no --part.
+// Here: the problem as the kernels see it (lessons/07_wmma_attention/problem.cuh) and its validation;
+// the inputs, the references, the error measure and the shapes of a run are in host.cuh.
 #pragma once
-#include <string>
-#include <vector>
-
-#include "common/ladder.hpp"
 #include "lessons/07_wmma_attention/problem.cuh"
 
 namespace lesson09 {
 
 using lesson07::Problem;
 
-using lesson07::bytes;          // Q, K, V read once, O written once
-using lesson07::fill_inputs;    // Q, K, V uniform with unit variance, seeded by the shape
-using lesson07::flash_problem;  // (B, H, S, D, causal), scale 1/sqrt(D)
-using lesson07::flops;          // 4 B H S^2 D, half when causal
-using lesson07::kFloor;
-using lesson07::kRel;  // passes at max |o - ref| / (|ref| + kFloor) <= kRel
-using lesson07::max_error;
-using lesson07::reference;      // float64 on the CPU (test shapes)
-using lesson07::reference_gpu;  // f32 on the GPU, on sampled rows (the executable's large shapes)
-using lesson07::sample_rows;
-using lesson07::to_floats;
-
 // Refuses a shape no step can take (D other than 64 and 128, sizes that overflow), before any launch.
 inline void validate(const Problem& p) { lesson07::validate(p, lesson07::Part::flash); }
-
-// The CSV's shape column, as lesson 07's flash rows: "BxHxSxD=16x16x4096x64", ";causal" when so.
-inline std::string shape_text(const Problem& p) { return lesson07::shape_text({lesson07::Part::flash, p}); }
-
-// The shapes of a run, validated before any GPU work: one from --batch (16), --heads (16), --seq (4096),
-// --dim (64) and --causal, or with --sweep lesson 07's flash sweep (S = 128 ... 16384, B = 65536 / S,
-// H = 16, D = 64 and 128, causal and not). --scale (default 1/sqrt(D)) applies to both.
-inline std::vector<Problem> shapes(const kl::Args& a) {
-  kl::Args flash = a;
-  if (!a.sweep) flash.texts["part"] = "flash";  // lesson 07's --sweep runs both parts: its tile shapes are dropped
-  std::vector<Problem> out;
-  for (const auto& [part, p] : lesson07::shapes(flash))
-    if (part == lesson07::Part::flash) out.push_back(p);
-  return out;
-}
 
 }  // namespace lesson09

@@ -1,7 +1,7 @@
 // Lesson 09 checks. CPU cases: the step table (what each step needs, where the Hopper steps sit, the
 // labels), shape validation and the command-line shapes, the sweep. The "gpu" suite walks the whole
 // table, so a new step is tested by its entry alone: every step on fresh f16 inputs, output poisoned,
-// against the float64 reference of lesson 07 (problem.cuh), at S = 1, 17, 64, 100, 128, 129 and 1000
+// against the float64 reference of lesson 07 (host.cuh), at S = 1, 17, 64, 100, 128, 129 and 1000
 // (tails that are no multiple of any tile, causal key tiles above the diagonal skipped), D = 64 and 128,
 // causal and not; scores scaled by 1e3 (the row max must be subtracted); replay from a CUDA graph. A step
 // that cannot run here (step 1 below sm_80, a Hopper step anywhere but on an sm_90 GPU) is n/a: reported
@@ -24,28 +24,11 @@ using lesson09::Problem;
 
 namespace {
 
-bool sanitizing() { return std::getenv("KL_SANITIZE") != nullptr; }
+using kl::sanitizing;
 
-struct Inputs {
-  std::vector<float> q, k, v;  // already rounded to f16: the reference sees what the GPU reads
-};
-
-std::vector<float> rounded(std::size_t n, double amp, std::uint64_t seed) {
-  std::vector<float> x = kl::uniform_floats(n, -amp, amp, seed);
-  for (auto& e : x) e = __half2float(__float2half_rn(e));
-  return x;
-}
-
-Inputs make_inputs(const Problem& p, std::uint64_t seed) {
-  const auto n = static_cast<std::size_t>(p.elements());
-  return {rounded(n, 1.7320508, seed), rounded(n, 1.7320508, seed + 1), rounded(n, 1.7320508, seed + 2)};
-}
-
-std::vector<__half> to_halves(const std::vector<float>& x) {
-  std::vector<__half> h(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) h[i] = __float2half_rn(x[i]);
-  return h;
-}
+using Inputs = lesson07::HostQkv;  // Q, K, V rounded to f16 (lessons/07_wmma_attention/host.cuh)
+using lesson07::DeviceQkvo;
+using lesson07::test_inputs;
 
 std::vector<std::int64_t> all_rows(const Problem& p) {
   std::vector<std::int64_t> rows(static_cast<std::size_t>(p.rows()));
@@ -66,14 +49,10 @@ void refused(const lesson09::Step& st, const kl::NotSupported& e) {
 
 // Every step of the table on one problem against the float64 reference of every row, output poisoned.
 void check_steps(Problem p, std::uint64_t seed, bool with_library = true) {
-  const Inputs in = make_inputs(p, seed);
+  const Inputs in = test_inputs(p, seed);
   const std::vector<double> ref = lesson09::reference(in.q, in.k, in.v, p);
-  const kl::DeviceBuffer<__half> q(to_halves(in.q)), k(to_halves(in.k)), v(to_halves(in.v));
-  kl::DeviceBuffer<__half> o(static_cast<std::size_t>(p.elements()));
-  p.q = q.data();
-  p.k = k.data();
-  p.v = v.data();
-  p.o = o.data();
+  DeviceQkvo d(in);
+  p = d.on(p);
   for (const auto& st : kSteps) {
     if (st.library && !with_library) continue;
     const std::string step = st.name;
@@ -84,7 +63,7 @@ void check_steps(Problem p, std::uint64_t seed, bool with_library = true) {
     CAPTURE(p.dim);
     CAPTURE(p.causal);
     CAPTURE(p.scale);
-    o.poison();
+    d.o.poison();
     lesson09::Workspace ws;
     try {
       lesson09::run_step(st, p, ws, nullptr);
@@ -93,7 +72,7 @@ void check_steps(Problem p, std::uint64_t seed, bool with_library = true) {
       continue;
     }
     CUDA_CHECK(cudaDeviceSynchronize());
-    CHECK(lesson09::max_error(o.download(), ref, all_rows(p), p.dim) <= lesson09::kRel);
+    CHECK(lesson09::max_error(d.o.download(), ref, all_rows(p), p.dim) <= lesson09::kRel);
   }
 }
 
@@ -271,14 +250,10 @@ TEST_SUITE("gpu") {
   TEST_CASE("after its first run every step replays from a CUDA graph (the executable times short steps so)") {
     for (const Problem& shape : {flash(1, 2, 100, 64, true), flash(2, 1, 70, 128, false)}) {
       Problem p = shape;
-      const Inputs in = make_inputs(p, kl::seed_for(850));
+      const Inputs in = test_inputs(p, kl::seed_for(850));
       const std::vector<double> ref = lesson09::reference(in.q, in.k, in.v, p);
-      const kl::DeviceBuffer<__half> q(to_halves(in.q)), k(to_halves(in.k)), v(to_halves(in.v));
-      kl::DeviceBuffer<__half> o(static_cast<std::size_t>(p.elements()));
-      p.q = q.data();
-      p.k = k.data();
-      p.v = v.data();
-      p.o = o.data();
+      DeviceQkvo d(in);
+      p = d.on(p);
       cudaStream_t stream;
       CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
       for (const auto& st : kSteps) {
@@ -292,9 +267,9 @@ TEST_SUITE("gpu") {
           continue;
         }
         CUDA_CHECK(cudaStreamSynchronize(stream));
-        o.poison();
+        d.o.poison();
         kl::replay_once(stream, [&](cudaStream_t s) { lesson09::run_step(st, p, ws, s); });
-        CHECK(lesson09::max_error(o.download(), ref, all_rows(p), p.dim) <= lesson09::kRel);
+        CHECK(lesson09::max_error(d.o.download(), ref, all_rows(p), p.dim) <= lesson09::kRel);
       }
       CUDA_CHECK(cudaStreamDestroy(stream));
     }

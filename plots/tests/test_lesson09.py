@@ -67,7 +67,7 @@ class Lesson08Figure(unittest.TestCase):
     def test_summary_line(self):
         line = summary.summarize("lesson09", self.rows, lesson09.DEFAULT_SHAPE)
         self.assertIn("lesson09 [BxHxSxD=16x16x4096x64]: best step 1 flash_mma", line)
-        self.assertIn("(f16)", line)  # lesson09's default dtype, from its main.cu
+        self.assertIn("(f16)", line)  # lesson09's default dtype, from its lesson()
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-// Lesson 02, step 6: step 5's loads (float4_unrolled_partial, from steps/05_float4_unrolled.cuh)
+// Lesson 02, step 6: step 5's loads (float4_unrolled_partial, from parts.cuh)
 // with the warp sum from the library, cooperative_groups::reduce.
 #pragma once
 #include <cooperative_groups.h>
@@ -7,7 +7,6 @@
 #include <cstddef>
 
 #include "lessons/02_warp_shuffle/parts.cuh"
-#include "lessons/02_warp_shuffle/steps/05_float4_unrolled.cuh"
 
 namespace lesson02 {
 

@@ -6,23 +6,6 @@
 
 namespace lesson03 {
 
-// The tree of step 5 with the block size known at compile time: the loop unrolls into straight-line
-// rounds and the compiler drops the tests it can decide. The block's sum ends in thread 0.
-template <int kThreads>
-__device__ __forceinline__ float unrolled_tree(float v) {
-  static_assert(kThreads >= 64 && (kThreads & (kThreads - 1)) == 0, "a power of two, at least 64");
-  __shared__ float s[kThreads];
-  const unsigned tid = threadIdx.x;
-  s[tid] = v;
-  __syncthreads();
-#pragma unroll
-  for (unsigned half = kThreads / 2; half > 32; half /= 2) {
-    if (tid < half) s[tid] += s[tid + half];
-    __syncthreads();
-  }
-  return tid < 32 ? kl::warp_reduce(s[tid] + s[tid + 32]) : 0.f;
-}
-
 // Step 6: fully unrolled by a template block size. Step 5 with kThreads a template parameter: no
 // loop counter, no runtime blockDim.x, fewer instructions per round.
 template <int kThreads>

@@ -1,10 +1,9 @@
 // Lesson 03, step 7: a grid that fills the GPU once; each thread adds many float4s before step 6's
-// tree (unrolled_tree, from steps/06_unrolled.cuh).
+// tree (unrolled_tree, in parts.cuh).
 #pragma once
 #include <cstddef>
 
 #include "lessons/03_block_tree/parts.cuh"
-#include "lessons/03_block_tree/steps/06_unrolled.cuh"
 
 namespace lesson03 {
 

@@ -3,7 +3,6 @@
 #include <cstddef>
 
 #include "lessons/03_block_tree/parts.cuh"
-#include "lessons/03_block_tree/steps/08_two_pass.cuh"
 
 namespace lesson03 {
 

@@ -66,4 +66,11 @@ void launch_three_kernels_t(const Problem& p, kl::DeviceBuffer<float>& stats, cu
   CUDA_CHECK_LAUNCH();
 }
 
+// The launcher of the step table: nothing to do for an empty problem, else the kernels for the
+// problem's dtype.
+inline void launch_three_kernels(const Problem& p, Workspace& ws, cudaStream_t s) {
+  if (empty(p)) return;
+  with_type(p.dtype, [&](auto t) { launch_three_kernels_t<decltype(t)>(p, ws.stats, s); });
+}
+
 }  // namespace lesson04

@@ -3,6 +3,8 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 #include "lessons/04_online_softmax/parts.cuh"
 
@@ -107,6 +109,29 @@ void run_warp_per_row(const Problem& p, WarpShape w, cudaStream_t s) {
   kernel<<<static_cast<unsigned>(grid), kWarpBlock, 0, s>>>(static_cast<const T*>(p.x), static_cast<T*>(p.y), p.rows,
                                                             static_cast<int>(p.cols), p.scale, w.lanes);
   CUDA_CHECK_LAUNCH();
+}
+
+// Step 2 for packs of Pack elements: the kernel with as many packs per lane (kPacks = 1, 2, 4, ...)
+// as the row needs.
+template <class T, int Pack, int kPacks>
+void launch_warp_t(const Problem& p, WarpShape w, cudaStream_t s) {
+  if constexpr (kPacks * Pack <= kWarpMaxPerLane) {
+    if (w.packs != kPacks) return launch_warp_t<T, Pack, kPacks * 2>(p, w, s);
+    run_warp_per_row<T, Pack, kPacks>(p, w, s);
+  } else {
+    throw std::logic_error("step 2: no kernel for " + std::to_string(w.packs) + " packs per lane");
+  }
+}
+
+inline void launch_warp_per_row(const Problem& p, Workspace&, cudaStream_t s) {
+  if (empty(p)) return;
+  with_type(p.dtype, [&](auto t) {
+    using T = decltype(t);
+    with_widest_pack<T>(p, [&](auto pack) {
+      constexpr int kPack = decltype(pack)::value;
+      launch_warp_t<T, kPack, 1>(p, warp_shape(p.cols, kPack), s);
+    });
+  });
 }
 
 }  // namespace lesson04

@@ -4,7 +4,9 @@
 // sum and store passes, store_whole) are in parts.cuh.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <string>
 
 #include "lessons/04_online_softmax/parts.cuh"
 
@@ -47,6 +49,39 @@ void run_cached(const Problem& p, std::size_t smem, int per_sm, cudaStream_t s) 
   softmax_block_cached<T, Pack, kThreads><<<static_cast<unsigned>(grid), kThreads, smem, s>>>(
       static_cast<const T*>(p.x), static_cast<T*>(p.y), p.rows, static_cast<int>(p.cols), p.scale);
   CUDA_CHECK_LAUNCH();
+}
+
+// Step 3's block size: the occupancy of each size for this row's shared memory decides.
+constexpr std::array<int, 4> kBlockSizes = {128, 256, 512, 1024};
+
+// Of the block sizes, the smallest that keeps the most threads resident per SM, given how many
+// blocks of each fit (occupancy). Smaller blocks at the same occupancy mean more blocks per SM,
+// whose load, reduce and store phases overlap.
+inline int fullest_block(const std::array<int, 4>& blocks_per_sm) {
+  int best = 0;
+  for (int i = 1; i < 4; ++i)
+    if (blocks_per_sm[i] * kBlockSizes[i] > blocks_per_sm[best] * kBlockSizes[best]) best = i;
+  return best;
+}
+
+// Step 3 for packs of Pack elements, in the block size that keeps the most threads resident.
+template <class T, int Pack>
+void launch_cached_t(const Problem& p, cudaStream_t s) {
+  const std::size_t smem = cache_bytes<T, Pack>(p.cols);
+  const std::array<int, 4> per_sm = {cached_blocks_per_sm<T, Pack, 128>(smem), cached_blocks_per_sm<T, Pack, 256>(smem),
+                                     cached_blocks_per_sm<T, Pack, 512>(smem),
+                                     cached_blocks_per_sm<T, Pack, 1024>(smem)};
+  const int i = fullest_block(per_sm);
+  if (per_sm[i] == 0)
+    throw NotSupported("no block with " + std::to_string(smem) + " bytes of shared memory fits an SM");
+  if (i == 0) run_cached<T, Pack, 128>(p, smem, per_sm[i], s);
+  else if (i == 1) run_cached<T, Pack, 256>(p, smem, per_sm[i], s);
+  else if (i == 2) run_cached<T, Pack, 512>(p, smem, per_sm[i], s);
+  else run_cached<T, Pack, 1024>(p, smem, per_sm[i], s);
+}
+
+inline void launch_block_cached(const Problem& p, Workspace&, cudaStream_t s) {
+  for_block_kernels(p, [&](auto t, auto pack) { launch_cached_t<decltype(t), decltype(pack)::value>(p, s); });
 }
 
 }  // namespace lesson04

@@ -41,4 +41,8 @@ void launch_uncached_t(const Problem& p, cudaStream_t s) {
   CUDA_CHECK_LAUNCH();
 }
 
+inline void launch_block_uncached(const Problem& p, Workspace&, cudaStream_t s) {
+  for_block_kernels(p, [&](auto t, auto pack) { launch_uncached_t<decltype(t), decltype(pack)::value>(p, s); });
+}
+
 }  // namespace lesson04

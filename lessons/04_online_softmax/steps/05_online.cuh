@@ -71,4 +71,8 @@ void launch_online_t(const Problem& p, cudaStream_t s) {
   CUDA_CHECK_LAUNCH();
 }
 
+inline void launch_online(const Problem& p, Workspace&, cudaStream_t s) {
+  for_block_kernels(p, [&](auto t, auto pack) { launch_online_t<decltype(t), decltype(pack)::value>(p, s); });
+}
+
 }  // namespace lesson04

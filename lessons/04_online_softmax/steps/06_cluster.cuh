@@ -8,7 +8,6 @@
 #include <string>
 
 #include "common/arch.cuh"
-#include "common/ladder.hpp"
 #include "lessons/04_online_softmax/parts.cuh"
 
 namespace lesson04 {
@@ -77,8 +76,7 @@ inline const std::string& cluster_missing() {
 template <class T, int Pack>
 void launch_cluster_t(const Problem& p, cudaStream_t s) {
   const auto kernel = softmax_cluster<T, Pack, kClusterThreads>;
-  static const std::string why = kl::arch_missing(kernel, 90);
-  if (!why.empty()) throw kl::NotSupported(why);
+  kl::require_arch<softmax_cluster<T, Pack, kClusterThreads>>(90);
   static const bool ready = allow_large_smem(kernel);
   (void)ready;
   const int size = cluster_size(p.cols, sizeof(T));
@@ -97,6 +95,10 @@ void launch_cluster_t(const Problem& p, cudaStream_t s) {
   cfg.numAttrs = 1;
   CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, static_cast<const T*>(p.x), static_cast<T*>(p.y),
                                 static_cast<int>(p.cols), p.scale, part));
+}
+
+inline void launch_cluster(const Problem& p, Workspace&, cudaStream_t s) {
+  for_block_kernels(p, [&](auto t, auto pack) { launch_cluster_t<decltype(t), decltype(pack)::value>(p, s); });
 }
 
 }  // namespace lesson04

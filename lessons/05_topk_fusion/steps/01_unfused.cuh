@@ -9,7 +9,6 @@
 
 #include "common/buffer.cuh"
 #include "common/device.cuh"
-#include "common/ladder.hpp"
 #include "lessons/04_online_softmax/softmax.cuh"
 #include "lessons/05_topk_fusion/parts.cuh"
 

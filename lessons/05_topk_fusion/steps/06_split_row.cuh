@@ -6,7 +6,6 @@
 
 #include "common/device.cuh"
 #include "lessons/05_topk_fusion/parts.cuh"
-#include "lessons/05_topk_fusion/steps/05_block_per_row.cuh"
 
 namespace lesson05 {
 

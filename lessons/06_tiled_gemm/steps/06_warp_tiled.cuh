@@ -1,7 +1,8 @@
 // Lesson 06, step 6: warp tiling, a 3-stage cp.async pipeline, tuned tile sizes. The kernel is a
 // template over its tile configuration (Config) and its epilogue (Epi): the plain GEMM here, the
 // fused epilogue in step 7. blockIdx.z selects a K slice, which the dispatcher's split-K uses.
-// cp.async needs sm_80: the kernel is compiled out below it, and its launcher refuses it there.
+// cp.async needs sm_80: the kernel is compiled out below it, and its launcher refuses it there. Its
+// tile loader (AsyncTileLoader) is in parts.cuh.
 #pragma once
 #include <cstdint>
 #include <stdexcept>
@@ -9,73 +10,10 @@
 
 #include "common/arch.cuh"
 #include "common/check.cuh"
-#include "common/ladder.hpp"
 #include "common/ptx.cuh"
 #include "lessons/06_tiled_gemm/parts.cuh"
 
 namespace lesson06 {
-
-// Copies one BMxBK tile of A and one BKxBN tile of B straight into a shared-memory stage with
-// cp.async (kl::cp_async4/16: no staging registers), walking K from start(). A is transposed on the
-// way (as[k][m], rows padded by 4 floats) by 4-byte copies whose lanes walk k (one 32-byte sector per
-// row of A in global memory); B goes in 16-byte copies (4-byte ones where B's rows are not 16-byte
-// aligned). Zero-fill past the edges, so tails stay in the kernel.
-template <int BM, int BN, int BK, int Threads>
-struct AsyncTileLoader {
-  static constexpr int kLdA = BM + 4, kLdB = BN;
-  static constexpr int kRowsA = Threads / BK, kA = BM / kRowsA;        // A: kA copies of 4 bytes
-  static constexpr int kRowsB = Threads / (BN / 4), kB = BK / kRowsB;  // B: kB copies of 16 bytes
-  static_assert(kRowsA * BK == Threads && kA * kRowsA == BM && kRowsB * (BN / 4) == Threads && kB * kRowsB == BK,
-                "tile/threads");
-  const float* pa;              // A[m0 + ra][k + ka]
-  const float* pb;              // B[k + rb][n0 + cb]
-  std::int64_t a_step, b_step;  // kRowsA rows of A, kRowsB rows of B
-  int k, ka, ra, rb, cb, n_left, m_left;
-  bool vec_b;
-
-  __device__ __forceinline__ void start(const Problem& p, int m0, int n0, int k0) {
-    k = k0;
-    ka = threadIdx.x % BK;
-    ra = threadIdx.x / BK;
-    rb = threadIdx.x / (BN / 4);
-    cb = threadIdx.x % (BN / 4) * 4;
-    m_left = p.m - m0;
-    n_left = p.n - n0;
-    vec_b = aligned16(p.b, p.ldb);
-    pa = p.a + std::int64_t{m0 + ra} * p.lda + k0 + ka;
-    pb = p.b + std::int64_t{k0 + rb} * p.ldb + n0 + cb;
-    a_step = std::int64_t{kRowsA} * p.lda;
-    b_step = std::int64_t{kRowsB} * p.ldb;
-  }
-
-  __device__ __forceinline__ void copy(const Problem& p, int k_end, float* as, float* bs) {
-    const bool k_in = k + ka < k_end;
-#pragma unroll
-    for (int i = 0; i < kA; ++i) {
-      const bool in = k_in && ra + i * kRowsA < m_left;
-      kl::cp_async4(as + ka * kLdA + ra + i * kRowsA, in ? pa + i * a_step : p.a, in ? 4 : 0);
-    }
-#pragma unroll
-    for (int i = 0; i < kB; ++i) {
-      const bool row_in = k + rb + i * kRowsB < k_end;
-      const float* src = pb + i * b_step;
-      float* dst = bs + (rb + i * kRowsB) * kLdB + cb;
-      if (vec_b) {
-        const int bytes = row_in ? 4 * max(0, min(4, n_left - cb)) : 0;
-        kl::cp_async16(dst, bytes ? src : p.b, bytes);
-      } else {
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          const bool in = row_in && cb + j < n_left;
-          kl::cp_async4(dst + j, in ? src + j : p.b, in ? 4 : 0);
-        }
-      }
-    }
-    pa += BK;
-    pb += std::int64_t{BK} * p.ldb;
-    k += BK;
-  }
-};
 
 // A block tile BM x BN x BK made of (16 Q) x 64 warp tiles: in a warp, lane (lm, ln) = (lane / 8,
 // lane % 8) owns 2Q quadrants of 4x4, rows lm*4 + 16 q (q < Q) and columns ln*4 + {0, 32}: a thread
@@ -92,7 +30,7 @@ struct Config {
   static constexpr int kSmemBytes = S * kStageFloats * 4;
 };
 
-// The configuration steps 6 and 7 use (the fastest of tune.cuh's candidates on the H100, see the
+// The configuration steps 6 and 7 use (the fastest of run.cuh's candidates on the H100, see the
 // README): 16 warps of 32x64, 8x8 a thread, three stages of 16-deep tiles (72 KB).
 using Tuned = Config<128, 256, 16>;
 
@@ -173,8 +111,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 // (a GPU older than sm_80, or code compiled for one), asked once.
 template <class Cfg, class Epi>
 void launch_warp_tiled(const Problem& p, cudaStream_t s, int slices = 1, int depth = 0, std::int64_t slice_stride = 0) {
-  static const std::string why = kl::arch_missing(gemm_warp_tiled<Cfg, Epi>, 80);
-  if (!why.empty()) throw kl::NotSupported(why);
+  kl::require_arch<gemm_warp_tiled<Cfg, Epi>>(80);
   static const bool opted_in =
       Cfg::kSmemBytes <= (48 << 10) ||
       cudaFuncSetAttribute(gemm_warp_tiled<Cfg, Epi>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes) ==

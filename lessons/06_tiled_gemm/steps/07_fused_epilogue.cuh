@@ -6,7 +6,6 @@
 #include <cstdint>
 
 #include "lessons/06_tiled_gemm/parts.cuh"
-#include "lessons/06_tiled_gemm/steps/06_warp_tiled.cuh"
 
 namespace lesson06 {
 

@@ -65,8 +65,7 @@ __global__ void tile_registers(Problem pr) {
 }
 
 inline void launch_tile_registers(const Problem& p, Workspace&, cudaStream_t s) {
-  static const std::string why = kl::arch_missing(tile_registers, 80);  // "" where this build runs it
-  if (!why.empty()) throw kl::NotSupported(why);
+  kl::require_arch<tile_registers>(80);
   tile_registers<<<tile_blocks(p), 32 * kTileWarps, 0, s>>>(p);
   CUDA_CHECK_LAUNCH();
 }

@@ -1,6 +1,7 @@
 // Lesson 07, step 6 (flash part): the FA2 recipe on mma.sync. Step 5's loop over key tiles with Q, S, P
 // and O in registers, K and V streamed in by cp.async (two stages), read by ldmatrix from swizzled
-// tiles. The PTX wrappers and the fragment layouts are in common/ptx.cuh. mma.sync m16n8k16, ldmatrix
+// tiles. The PTX wrappers and the fragment layouts are in common/ptx.cuh; the tile loads, the two
+// products on fragments and the store, in parts.cuh. mma.sync m16n8k16, ldmatrix
 // and cp.async need sm_80: below it the kernel is compiled out and the launcher refuses the step (n/a);
 // step 5 (WMMA) is the flash step there.
 #pragma once
@@ -16,56 +17,6 @@ namespace lesson07 {
 // Step 6's block: 8 warps of 16 query rows. Each K/V tile brought to shared memory serves 128 queries
 // (step 5: 64), and 2 blocks per SM at D = 64 (one at D = 128) keep 16 (8) warps resident.
 constexpr int kMmaWarps = 8, kMmaBr = 16 * kMmaWarps;
-
-// Shared tiles are [64 rows][D] f16 with the 16-byte chunk c of row r stored at chunk c ^ (r % 8):
-// the 8 rows an ldmatrix reads at one column then fall in 8 different bank groups (no conflicts).
-template <int D>
-__device__ __forceinline__ int swz(int row, int chunk) {
-  return row * D + ((chunk ^ (row % 8)) * 8);
-}
-
-// K and V tile [k0, k0 + 64) of one head into a stage: 16-byte cp.async per chunk, zero-filled past S.
-template <int D>
-__device__ __forceinline__ void load_kv_async(__half* ks, __half* vs, const __half* k, const __half* v, int k0,
-                                              int seq) {
-  for (int i = threadIdx.x; i < kBc * D / 8; i += blockDim.x) {
-    const int r = i / (D / 8), ch = i % (D / 8);
-    const bool ok = k0 + r < seq;
-    const std::int64_t g = ok ? static_cast<std::int64_t>(k0 + r) * D + ch * 8 : 0;
-    kl::cp_async16(ks + swz<D>(r, ch), k + g, ok ? 16 : 0);
-    kl::cp_async16(vs + swz<D>(r, ch), v + g, ok ? 16 : 0);
-  }
-}
-
-// Q's A fragments, straight from global memory (once per block): rows g and g+8 of the warp's 16.
-template <int D>
-__device__ __forceinline__ void load_q_fragments(std::uint32_t (&qa)[D / 16][4], const Problem& p, std::int64_t base,
-                                                 int row0, int t) {
-  for (int kk = 0; kk < D / 16; ++kk) {
-    for (int i = 0; i < 4; ++i) {
-      const int row = row0 + (i % 2) * 8, col = kk * 16 + (i / 2) * 8 + 2 * t;
-      qa[kk][i] = row < p.seq
-                      ? *reinterpret_cast<const std::uint32_t*>(p.q + base + static_cast<std::int64_t>(row) * D + col)
-                      : 0u;
-    }
-  }
-}
-
-// S (16 × 64) = Q·Kᵀ: n-tile nt holds keys nt*8 .. +7; one ldmatrix.x4 gives two k-steps of it.
-template <int D>
-__device__ __forceinline__ void scores_qk(float (&s)[kBc / 8][4], const std::uint32_t (&qa)[D / 16][4],
-                                          const __half* ks, int r8, int mi) {
-#pragma unroll
-  for (int nt = 0; nt < kBc / 8; ++nt) {
-#pragma unroll
-    for (int kk = 0; kk < D / 16; kk += 2) {
-      std::uint32_t b[4];
-      kl::ldmatrix_x4(b, ks + swz<D>(nt * 8 + r8, kk * 2 + mi));
-      kl::mma_16816(s[nt], qa[kk], b[0], b[1]);
-      kl::mma_16816(s[nt], qa[kk + 1], b[2], b[3]);
-    }
-  }
-}
 
 // -inf for the keys past the sequence's end and, when causal, those after the query row.
 template <bool kCausal>
@@ -105,41 +56,6 @@ __device__ __forceinline__ void online_softmax_update(float (&s)[kBc / 8][4], fl
       o[n][2 * h] *= alpha;
       o[n][2 * h + 1] *= alpha;
     }
-  }
-}
-
-// O += P·V: k-step ks16 = keys 16ks16 .. +15 = S's n-tiles 2ks16 and 2ks16+1, already in A layout.
-template <int D>
-__device__ __forceinline__ void accumulate_pv(float (&o)[D / 8][4], const float (&s)[kBc / 8][4], const __half* vs,
-                                              int r8, int mi) {
-#pragma unroll
-  for (int ks16 = 0; ks16 < kBc / 16; ++ks16) {
-    const std::uint32_t pa[4] = {
-        kl::pack_half2(s[2 * ks16][0], s[2 * ks16][1]), kl::pack_half2(s[2 * ks16][2], s[2 * ks16][3]),
-        kl::pack_half2(s[2 * ks16 + 1][0], s[2 * ks16 + 1][1]), kl::pack_half2(s[2 * ks16 + 1][2], s[2 * ks16 + 1][3])};
-#pragma unroll
-    for (int n = 0; n < D / 8; n += 2) {
-      std::uint32_t b[4];
-      kl::ldmatrix_x4_trans(b, vs + swz<D>(ks16 * 16 + (mi % 2) * 8 + r8, n + mi / 2));
-      kl::mma_16816(o[n], pa, b[0], b[1]);
-      kl::mma_16816(o[n + 1], pa, b[2], b[3]);
-    }
-  }
-}
-
-// O / l for rows g and g + 8, to f16; the lanes of a quad hold partial sums of the same rows.
-template <int D>
-__device__ __forceinline__ void store_output(__half* o_head, const float (&o)[D / 8][4], float (&l)[2], int row0, int t,
-                                             int seq) {
-  for (int h = 0; h < 2; ++h) {
-    l[h] += __shfl_xor_sync(kl::kFullMask, l[h], 1);
-    l[h] += __shfl_xor_sync(kl::kFullMask, l[h], 2);
-  }
-  for (int h = 0; h < 2; ++h) {
-    const int row = row0 + h * 8;
-    if (row >= seq) continue;
-    auto* out = reinterpret_cast<std::uint32_t*>(o_head + static_cast<std::int64_t>(row) * D);
-    for (int n = 0; n < D / 8; ++n) out[n * 4 + t] = kl::pack_half2(o[n][2 * h] / l[h], o[n][2 * h + 1] / l[h]);
   }
 }
 
@@ -206,8 +122,7 @@ constexpr std::size_t flash_mma_smem() {
 // One instance, refused first where it was compiled out of this build or the GPU is older than sm_80.
 template <int D, bool kCausal>
 void launch_flash_mma_as(const Problem& p, cudaStream_t s) {
-  static const std::string why = kl::arch_missing(flash_mma<D, kCausal>, 80);  // "" where this build runs it
-  if (!why.empty()) throw kl::NotSupported(why);
+  kl::require_arch<flash_mma<D, kCausal>>(80);
   launch_with_smem<flash_mma<D, kCausal>>(flash_mma_smem<D>(), kMmaWarps, p, s);
 }
 

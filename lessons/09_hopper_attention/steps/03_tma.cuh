@@ -6,50 +6,9 @@
 #pragma once
 #include <cstdint>
 
-#include "common/tma.cuh"
-#include "lessons/09_hopper_attention/steps/02_wgmma.cuh"
+#include "lessons/09_hopper_attention/parts.cuh"
 
 namespace lesson09 {
-
-constexpr int kTmaStages = 3;
-
-// Shared memory of step 3: step 2's panels with kTmaStages stages of K and V, then the barriers
-// (one per stage, and one for Q).
-template <int D>
-struct TmaSmem {
-  static constexpr int kPanels = D / kl::kPanelCols, kPanelBytes = 64 * kl::kRowBytes, kTile = kPanels * kPanelBytes;
-  static constexpr int kQ = 0, kK = kQ + kWgmmaGroups * kTile, kV = kK + kTmaStages * kTile;
-  static constexpr int kBars = kV + kTmaStages * kTile, kBytes = kBars + 8 * (kTmaStages + 1);
-};
-
-// A [heads_total, seq, dim] f16 tensor (Q, K or V of lesson 07's layout) as the copy engine sees it:
-// boxes of 64 rows x 64 columns (one swizzled panel, 8 KiB), rows past seq zero-filled.
-inline CUtensorMap head_tensor_map(const void* base, std::int64_t heads_total, int seq, int dim) {
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(dim), static_cast<cuuint64_t>(seq),
-                              static_cast<cuuint64_t>(heads_total)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(dim) * 2, static_cast<cuuint64_t>(seq) * dim * 2};
-  const cuuint32_t box[3] = {64, 64, 1};
-  return kl::tensor_map(CU_TENSOR_MAP_DATA_TYPE_FLOAT16, base, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
-}
-
-// The three tensors of one problem as the copy engine sees them ([B·H, S, D], 64 x 64 boxes).
-struct TmaMaps {
-  CUtensorMap q, k, v;
-};
-
-// Key tile t of this head into its stage: K and V, every panel, counted on the stage's barrier.
-template <int D>
-__device__ __forceinline__ void issue_kv_tile(unsigned char* smem, const TmaMaps& maps, int t, int head) {
-  using L = TmaSmem<D>;
-  const int stage = t % kTmaStages;
-  auto* bar = reinterpret_cast<std::uint64_t*>(smem + L::kBars) + stage;
-  kl::mbarrier_arrive_expect_tx(bar, 2 * L::kTile);
-#pragma unroll
-  for (int p = 0; p < L::kPanels; ++p) {
-    kl::tma_load_3d(smem + L::kK + stage * L::kTile + p * L::kPanelBytes, &maps.k, 64 * p, t * kBc, head, bar);
-    kl::tma_load_3d(smem + L::kV + stage * L::kTile + p * L::kPanelBytes, &maps.v, 64 * p, t * kBc, head, bar);
-  }
-}
 
 // Step 3: thread 0 keeps kTmaStages key tiles requested ahead; everyone waits on the stage's barrier
 // (its phase flips each time the stage is refilled), computes as step 2, and after the block's
@@ -58,8 +17,7 @@ template <int D, bool kCausal>
 __global__ void __launch_bounds__(kWgmmaGroups * 128, 1) flash_tma(Problem p, const __grid_constant__ TmaMaps maps) {
   using L = TmaSmem<D>;
   extern __shared__ unsigned char smem_raw[];
-  unsigned char* smem =
-      reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
+  unsigned char* smem = aligned_smem(smem_raw);
   auto* full = reinterpret_cast<std::uint64_t*>(smem + L::kBars);
   auto* q_full = full + kTmaStages;
   const int group = threadIdx.x / 128, w = threadIdx.x / 32 % 4, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -115,18 +73,17 @@ constexpr std::size_t flash_tma_smem() {
   return TmaSmem<D>::kBytes + 1024;
 }
 
-inline TmaMaps tma_maps(const Problem& p) {
-  return {head_tensor_map(p.q, p.heads_total(), p.seq, p.dim), head_tensor_map(p.k, p.heads_total(), p.seq, p.dim),
-          head_tensor_map(p.v, p.heads_total(), p.seq, p.dim)};
+// One kernel instance per head dimension and causality, as lesson 07's steps.
+template <int D, bool kCausal>
+void launch_tma_as(const Problem& p, cudaStream_t s) {
+  launch_flash<flash_tma<D, kCausal>>(flash_tma_smem<D>(), kWgmmaGroups * 128, p, s, tma_maps(p));
 }
 
-template <int D, bool kCausal>
-struct TmaLaunch {
-  static void run(const Problem& p, cudaStream_t s) {
-    launch_flash<flash_tma<D, kCausal>>(flash_tma_smem<D>(), kWgmmaGroups * 128, p, s, tma_maps(p));
-  }
-};
-
-inline void launch_tma(const Problem& p, lesson07::Workspace&, cudaStream_t s) { by_shape<TmaLaunch>(p, s); }
+inline void launch_tma(const Problem& p, lesson07::Workspace&, cudaStream_t s) {
+  if (p.dim == 64 && p.causal) launch_tma_as<64, true>(p, s);
+  else if (p.dim == 64) launch_tma_as<64, false>(p, s);
+  else if (p.causal) launch_tma_as<128, true>(p, s);
+  else launch_tma_as<128, false>(p, s);
+}
 
 }  // namespace lesson09

@@ -5,7 +5,7 @@
 #pragma once
 #include <cstdint>
 
-#include "lessons/09_hopper_attention/steps/04_warp_specialized.cuh"
+#include "lessons/09_hopper_attention/parts.cuh"
 
 namespace lesson09 {
 
@@ -53,8 +53,7 @@ template <int D, bool kCausal, class Softmax = DeferredSoftmax>
 __global__ void __launch_bounds__(kWsThreads, 1) flash_overlap(Problem p, const __grid_constant__ TmaMaps maps) {
   using L = WsSmem<D>;
   extern __shared__ unsigned char smem_raw[];
-  unsigned char* smem =
-      reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t{1023});
+  unsigned char* smem = aligned_smem(smem_raw);
   auto* full = reinterpret_cast<std::uint64_t*>(smem + L::kBars);
   auto* empty = reinterpret_cast<std::uint64_t*>(smem + L::kEmpty);
   std::int64_t head64;
@@ -62,12 +61,7 @@ __global__ void __launch_bounds__(kWsThreads, 1) flash_overlap(Problem p, const 
   lesson07::flash_block(p, kWgmmaBr, head64, q0);
   const int head = static_cast<int>(head64);
   const int nk = lesson07::key_tiles(p, q0, kWgmmaBr);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s <= kTmaStages; ++s) kl::mbarrier_init(full + s, 1);
-    for (int s = 0; s < kTmaStages; ++s) kl::mbarrier_init(empty + s, kWgmmaGroups * 128);
-    kl::mbarrier_init_fence();
-  }
-  __syncthreads();
+  init_ws_barriers(full, empty);
   if (threadIdx.x < 128) {
     regs_decrease<kProducerRegs>();
     if (threadIdx.x == 0) produce<D>(smem, maps, q0, head, nk);
@@ -127,13 +121,17 @@ __global__ void __launch_bounds__(kWsThreads, 1) flash_overlap(Problem p, const 
   store_output_wgmma<D>(p.o + head64 * p.seq * D, o, l, row, t, p.seq);
 }
 
+// One kernel instance per head dimension and causality, as lesson 07's steps.
 template <int D, bool kCausal>
-struct OverlapLaunch {
-  static void run(const Problem& p, cudaStream_t s) {
-    launch_flash<flash_overlap<D, kCausal>>(flash_ws_smem<D>(), kWsThreads, p, s, tma_maps(p));
-  }
-};
+void launch_overlap_as(const Problem& p, cudaStream_t s) {
+  launch_flash<flash_overlap<D, kCausal>>(flash_ws_smem<D>(), kWsThreads, p, s, tma_maps(p));
+}
 
-inline void launch_overlap(const Problem& p, lesson07::Workspace&, cudaStream_t s) { by_shape<OverlapLaunch>(p, s); }
+inline void launch_overlap(const Problem& p, lesson07::Workspace&, cudaStream_t s) {
+  if (p.dim == 64 && p.causal) launch_overlap_as<64, true>(p, s);
+  else if (p.dim == 64) launch_overlap_as<64, false>(p, s);
+  else if (p.causal) launch_overlap_as<128, true>(p, s);
+  else launch_overlap_as<128, false>(p, s);
+}
 
 }  // namespace lesson09

@@ -1,0 +1,249 @@
+// Lesson 09, the pieces several steps share, each under the step that introduces it: the warpgroup's
+// wgmma products, its softmax and store on the accumulator layout and the launch (step 2); the TMA
+// boxes, their stages and barriers (step 3); the producer, setmaxnreg and the barriers of warp
+// specialisation (step 4). The rest of a step (its kernel and launcher) is in steps/. Compiled for
+// sm_90a alone (the lesson09_hopper target), as the step files that include it.
+#pragma once
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "common/check.cuh"
+#include "common/ptx.cuh"
+#include "common/softmax_math.cuh"
+#include "common/tma.cuh"
+#include "common/wgmma.cuh"
+#include "lessons/07_wmma_attention/parts.cuh"
+
+namespace lesson09 {
+
+using lesson07::kBc;  // keys per tile: 64
+using lesson07::Problem;
+
+// ---- introduced by step 2 (wgmma), used by steps 2-5 ----------------------------------------------
+
+// Step 2's block: two warpgroups of 64 query rows share each K/V tile (128 rows, as lesson 07's step 6).
+constexpr int kWgmmaGroups = 2, kWgmmaBr = 64 * kWgmmaGroups;
+
+// Steps 2-5: the start of the dynamic shared memory rounded up to 1024 bytes, the alignment the 128-byte
+// swizzle of wgmma's and TMA's panels repeats on; each kernel asks for 1024 bytes more than its layout.
+__device__ __forceinline__ unsigned char* aligned_smem(unsigned char* raw) {
+  return reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(raw) + 1023) & ~std::uintptr_t{1023});
+}
+
+// S[64 x 64] = Q·Kᵀ for this warpgroup: D/16 wgmmas, k-step s reads 16 columns of panel s / 4 of both.
+template <int D>
+__device__ __forceinline__ void scores_wgmma(float (&s)[32], const unsigned char* q, const unsigned char* k) {
+#pragma unroll
+  for (int ks = 0; ks < D / 16; ++ks) {
+    const int off = (ks / 4) * 64 * kl::kRowBytes + (ks % 4) * 32;
+    kl::wgmma_m64n64k16_ss(s, kl::smem_desc(q + off, 16, kl::kAtomBytes), kl::smem_desc(k + off, 16, kl::kAtomBytes),
+                           ks > 0);
+  }
+}
+
+// P as f16 A fragments: k-step ks takes keys 16ks .. 16ks + 15, i.e. S's accumulator columns 16ks ..
+// +15, which in f16 pairs are exactly the A layout (rows g and g+8, columns 2t and 8 + 2t).
+__device__ __forceinline__ void pack_p(std::uint32_t (&a)[kBc / 16][4], const float (&s)[32]) {
+#pragma unroll
+  for (int ks = 0; ks < kBc / 16; ++ks)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) a[ks][i] = kl::pack_half2(s[8 * ks + 2 * i], s[8 * ks + 2 * i + 1]);
+}
+
+// O[64 x D] += P·V, one wgmma per 16 keys; V's 64-column panels are LBO apart, its 8-key atoms SBO.
+template <int D>
+__device__ __forceinline__ void accumulate_pv_wgmma(float (&o)[D / 2], const std::uint32_t (&a)[kBc / 16][4],
+                                                    const unsigned char* v) {
+#pragma unroll
+  for (int ks = 0; ks < kBc / 16; ++ks) {
+    const std::uint64_t b = kl::smem_desc(v + ks * 16 * kl::kRowBytes, 64 * kl::kRowBytes, kl::kAtomBytes);
+    if constexpr (D == 64) kl::wgmma_m64n64k16_rs(o, a[ks], b, 1);
+    else kl::wgmma_m64n128k16_rs(o, a[ks], b, 1);
+  }
+}
+
+// In a wgmma accumulator of 64 x N, thread (warp w of the group, lane = 4g + t) holds rows 16w + g
+// (registers 4j, 4j+1) and 16w + g + 8 (4j+2, 4j+3) at columns 8j + 2t and 8j + 2t + 1.
+__device__ __forceinline__ int acc_col(int i, int t) { return 8 * (i / 4) + 2 * t + (i % 2); }
+
+// -inf for the keys past the sequence's end and, when causal, those after the query row.
+template <bool kCausal>
+__device__ __forceinline__ void mask_scores_wgmma(float (&s)[32], int k0, int row, int t, int seq) {
+#pragma unroll
+  for (int i = 0; i < 32; ++i) {
+    const int key = k0 + acc_col(i, t), r = row + (i % 4 >= 2 ? 8 : 0);
+    if (key >= seq || (kCausal && key > r)) s[i] = -INFINITY;
+  }
+}
+
+// The online softmax of lesson 07's step 6 on the wgmma layout: rows g (h = 0) and g + 8 (h = 1),
+// each spread over the 4 lanes of a quad; P = 2^(S c - m c) replaces S, O is rescaled by alpha.
+template <int D>
+__device__ __forceinline__ void online_softmax_wgmma(float (&s)[32], float (&m)[2], float (&l)[2], float (&o)[D / 2],
+                                                     float c) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float mt = m[h];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) mt = fmaxf(mt, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+    mt = fmaxf(mt, __shfl_xor_sync(kl::kFullMask, mt, 1));
+    mt = fmaxf(mt, __shfl_xor_sync(kl::kFullMask, mt, 2));
+    const float mc = mt == -INFINITY ? 0.f : mt * c;
+    const float alpha = kl::exp2_approx(m[h] * c - mc);
+    m[h] = mt;
+    float sum = 0;
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int e = 2 * h; e < 2 * h + 2; ++e) sum += s[4 * j + e] = kl::exp2_approx(fmaf(s[4 * j + e], c, -mc));
+    l[h] = l[h] * alpha + sum;
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) {
+      o[4 * j + 2 * h] *= alpha;
+      o[4 * j + 2 * h + 1] *= alpha;
+    }
+  }
+}
+
+// O / l for rows g and g + 8 to f16; the lanes of a quad hold partial sums of the same rows.
+template <int D>
+__device__ __forceinline__ void store_output_wgmma(__half* o_head, const float (&o)[D / 2], float (&l)[2], int row,
+                                                   int t, int seq) {
+  for (int h = 0; h < 2; ++h) {
+    l[h] += __shfl_xor_sync(kl::kFullMask, l[h], 1);
+    l[h] += __shfl_xor_sync(kl::kFullMask, l[h], 2);
+  }
+  for (int h = 0; h < 2; ++h) {
+    if (row + 8 * h >= seq) continue;
+    auto* out = reinterpret_cast<std::uint32_t*>(o_head + static_cast<std::int64_t>(row + 8 * h) * D);
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j)
+      out[4 * j + t] = kl::pack_half2(o[4 * j + 2 * h] / l[h], o[4 * j + 2 * h + 1] / l[h]);
+  }
+}
+
+// Steps 2-5: one block per 128 query rows of a head (lesson 07's order), with more than the default
+// 48 KiB of shared memory: allowed once per kernel, on its first launch (the untimed check run).
+template <auto Kernel, class... Args>
+void launch_flash(std::size_t smem, int threads, const Problem& p, cudaStream_t s, const Args&... args) {
+  static const bool allowed = [smem] {
+    CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    return true;
+  }();
+  (void)allowed;
+  Kernel<<<lesson07::flash_blocks(p, kWgmmaBr), threads, smem, s>>>(p, args...);
+  CUDA_CHECK_LAUNCH();
+}
+
+// ---- introduced by step 3 (TMA on mbarriers), used by steps 3-5 ----------------------------------
+
+constexpr int kTmaStages = 3;
+
+// Shared memory of step 3: step 2's panels with kTmaStages stages of K and V, then the barriers
+// (one per stage, and one for Q).
+template <int D>
+struct TmaSmem {
+  static constexpr int kPanels = D / kl::kPanelCols, kPanelBytes = 64 * kl::kRowBytes, kTile = kPanels * kPanelBytes;
+  static constexpr int kQ = 0, kK = kQ + kWgmmaGroups * kTile, kV = kK + kTmaStages * kTile;
+  static constexpr int kBars = kV + kTmaStages * kTile, kBytes = kBars + 8 * (kTmaStages + 1);
+};
+
+// A [heads_total, seq, dim] f16 tensor (Q, K or V of lesson 07's layout) as the copy engine sees it:
+// boxes of 64 rows x 64 columns (one swizzled panel, 8 KiB), rows past seq zero-filled.
+inline CUtensorMap head_tensor_map(const void* base, std::int64_t heads_total, int seq, int dim) {
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(dim), static_cast<cuuint64_t>(seq),
+                              static_cast<cuuint64_t>(heads_total)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(dim) * 2, static_cast<cuuint64_t>(seq) * dim * 2};
+  const cuuint32_t box[3] = {64, 64, 1};
+  return kl::tensor_map(CU_TENSOR_MAP_DATA_TYPE_FLOAT16, base, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
+}
+
+// The three tensors of one problem as the copy engine sees them ([B·H, S, D], 64 x 64 boxes).
+struct TmaMaps {
+  CUtensorMap q, k, v;
+};
+
+// Key tile t of this head into its stage: K and V, every panel, counted on the stage's barrier.
+template <int D>
+__device__ __forceinline__ void issue_kv_tile(unsigned char* smem, const TmaMaps& maps, int t, int head) {
+  using L = TmaSmem<D>;
+  const int stage = t % kTmaStages;
+  auto* bar = reinterpret_cast<std::uint64_t*>(smem + L::kBars) + stage;
+  kl::mbarrier_arrive_expect_tx(bar, 2 * L::kTile);
+#pragma unroll
+  for (int p = 0; p < L::kPanels; ++p) {
+    kl::tma_load_3d(smem + L::kK + stage * L::kTile + p * L::kPanelBytes, &maps.k, 64 * p, t * kBc, head, bar);
+    kl::tma_load_3d(smem + L::kV + stage * L::kTile + p * L::kPanelBytes, &maps.v, 64 * p, t * kBc, head, bar);
+  }
+}
+
+inline TmaMaps tma_maps(const Problem& p) {
+  return {head_tensor_map(p.q, p.heads_total(), p.seq, p.dim), head_tensor_map(p.k, p.heads_total(), p.seq, p.dim),
+          head_tensor_map(p.v, p.heads_total(), p.seq, p.dim)};
+}
+
+// ---- introduced by step 4 (warp specialisation), used by steps 4-5 -------------------------------
+
+// Producer warpgroup 0, consumer warpgroups 1 and 2 (64 query rows each, as in steps 2-3).
+constexpr int kWsThreads = 128 * (1 + kWgmmaGroups);
+
+// setmaxnreg: this warpgroup's registers per thread become N (a multiple of 8; the kernel's cap at
+// entry is 65536 / kWsThreads). The producer gives registers back, the consumers take them.
+template <int N>
+__device__ __forceinline__ void regs_decrease() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void regs_increase() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+// setmaxnreg.inc only takes registers that setmaxnreg.dec released in the same block. One block a SM
+// (384 threads enter with 168 registers): the producer drops to 24, the consumers grow to 240 (O alone
+// is 64 a thread at D = 128). Two blocks a SM at D = 64 would leave the consumers 104 registers, too
+// few for the wgmma chains (ptxas serialises them and spills), so steps 4-5 run one block a SM.
+constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+
+// Step 3's shared memory, then one "empty" barrier per stage: every consumer thread arrives on it
+// when its group is done with the stage's K and V.
+template <int D>
+struct WsSmem : TmaSmem<D> {
+  static constexpr int kEmpty = TmaSmem<D>::kBytes, kBytes = kEmpty + 8 * kTmaStages;
+};
+
+// The producer (one thread): Q once, then every key tile into stage t % kTmaStages as soon as the
+// consumers have emptied it (a fresh barrier counts as emptied: the wait on the parity before its
+// first phase returns at once).
+template <int D>
+__device__ __forceinline__ void produce(unsigned char* smem, const TmaMaps& maps, int q0, int head, int nk) {
+  using L = WsSmem<D>;
+  auto* full = reinterpret_cast<std::uint64_t*>(smem + L::kBars);
+  auto* empty = reinterpret_cast<std::uint64_t*>(smem + L::kEmpty);
+  kl::mbarrier_arrive_expect_tx(full + kTmaStages, kWgmmaGroups * L::kTile);
+  for (int gr = 0; gr < kWgmmaGroups; ++gr)
+    for (int pn = 0; pn < L::kPanels; ++pn)
+      kl::tma_load_3d(smem + L::kQ + gr * L::kTile + pn * L::kPanelBytes, &maps.q, 64 * pn, q0 + 64 * gr, head,
+                      full + kTmaStages);
+  for (int t = 0; t < nk; ++t) {
+    kl::mbarrier_wait(empty + t % kTmaStages, (t / kTmaStages + 1) % 2);
+    issue_kv_tile<D>(smem, maps, t, head);
+  }
+}
+
+template <int D>
+constexpr std::size_t flash_ws_smem() {
+  return WsSmem<D>::kBytes + 1024;
+}
+
+// Steps 4-5: thread 0 initialises the full barriers (kTmaStages stages and Q: one arrival each, the
+// producer's expect_tx) and the empty ones (every consumer thread arrives), before anyone uses them.
+__device__ __forceinline__ void init_ws_barriers(std::uint64_t* full, std::uint64_t* empty) {
+  if (threadIdx.x == 0) {
+    for (int s = 0; s <= kTmaStages; ++s) kl::mbarrier_init(full + s, 1);
+    for (int s = 0; s < kTmaStages; ++s) kl::mbarrier_init(empty + s, kWgmmaGroups * 128);
+    kl::mbarrier_init_fence();
+  }
+  __syncthreads();
+}
+
+}  // namespace lesson09
