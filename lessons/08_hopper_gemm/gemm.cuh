@@ -24,7 +24,8 @@
 #include "common/arch.cuh"
 #include "common/buffer.cuh"
 #include "common/cublas.cuh"
-#include "common/ladder.hpp"
+#include "common/device.cuh"
+#include "common/step.hpp"
 #include "lessons/08_hopper_gemm/hopper.cuh"
 #include "lessons/08_hopper_gemm/parts.cuh"
 #include "lessons/08_hopper_gemm/problem.cuh"
@@ -227,17 +228,26 @@ void then_epilogue(const Problem& p, Workspace&, cudaStream_t s) {
   if (p.epilogue()) launch_epilogue(p, s);
 }
 
+// A step that applies the bias and the activation itself.
+template <void (*Launch)(const Problem&, cudaStream_t)>
+void fused(const Problem& p, Workspace&, cudaStream_t s) {
+  Launch(p, s);
+}
+
 inline std::vector<Step> ladder_steps() {
   std::vector<Step> steps = {
-      {"mma_sync", "baseline: mma.sync m16n8k16 + ldmatrix, 128 x 128 tiles, 4 cp.async stages",
-       then_epilogue<launch_mma_sync>, false, 80},
+      kl::step("mma_sync", "baseline: mma.sync m16n8k16 + ldmatrix, 128 x 128 tiles, 4 cp.async stages",
+               then_epilogue<launch_mma_sync>)
+          .needs(80),
   };
   const std::vector<Step>& hopper = hopper_steps();
   steps.insert(steps.end(), hopper.begin(), hopper.end());
-  steps.push_back({"cublas", "cublasGemmEx, f32 accumulation (+ the epilogue kernel when asked)", launch_cublas, true});
-  steps.push_back({"cublaslt_epilogue",
-                   "cublasLtMatmul with its fused bias (rounded to the dtype) and activation epilogue",
-                   launch_cublaslt_epilogue, true});
+  steps.push_back(
+      kl::step("cublas", "cublasGemmEx, f32 accumulation (+ the epilogue kernel when asked)", launch_cublas).library());
+  steps.push_back(kl::step("cublaslt_epilogue",
+                           "cublasLtMatmul with its fused bias (rounded to the dtype) and activation epilogue",
+                           launch_cublaslt_epilogue)
+                      .library());
   return steps;
 }
 

@@ -37,22 +37,36 @@ std::string hopper_missing() {
 void launch_hopper_gemm(const Problem& p, cudaStream_t s) { launch_tma_store(p, s); }
 
 const std::vector<Step>& hopper_steps() {
-  // {name, idea, launcher, library = false, needs_sm = 90, part = nullptr, arch_specific = true}
   static const std::vector<Step> steps = {
-      {"wgmma", "one warpgroup, 128 x 128 tiles: wgmma m64n128k16 from shared memory, TMA loads, one stage",
-       then_epilogue<launch_wgmma>, false, 90, nullptr, true},
-      {"tma_ring", "3 TMA stages on full mbarriers, one wgmma group in flight; two blocks a SM",
-       then_epilogue<launch_tma_ring>, false, 90, nullptr, true},
-      {"warp_specialized", "producer warpgroup + 2 consumers (m64n256k16), full/empty mbarriers, setmaxnreg 40/232",
-       then_epilogue<launch_warp_specialized>, false, 90, nullptr, true},
-      {"persistent", "one block a SM walks the tiles in grouped order; the ring runs on across tiles",
-       then_epilogue<launch_persistent>, false, 90, nullptr, true},
-      {"cluster", "clusters of 2 blocks: each loads half of B and TMA multicasts it to both",
-       then_epilogue<launch_cluster>, false, 90, nullptr, true},
-      {"fused_epilogue", "bias and activation applied on the accumulators before the one store; tanh.approx",
-       [](const Problem& p, Workspace&, cudaStream_t s) { launch_fused_epilogue(p, s); }, false, 90, nullptr, true},
-      {"tma_store", "the finished tile through shared memory and a TMA store (64 x 64 boxes), asynchronously",
-       [](const Problem& p, Workspace&, cudaStream_t s) { launch_tma_store(p, s); }, false, 90, nullptr, true},
+      kl::step("wgmma", "one warpgroup, 128 x 128 tiles: wgmma m64n128k16 from shared memory, TMA loads, one stage",
+               then_epilogue<launch_wgmma>)
+          .needs(90)
+          .arch_specific(),
+      kl::step("tma_ring", "3 TMA stages on full mbarriers, one wgmma group in flight; two blocks a SM",
+               then_epilogue<launch_tma_ring>)
+          .needs(90)
+          .arch_specific(),
+      kl::step("warp_specialized",
+               "producer warpgroup + 2 consumers (m64n256k16), full/empty mbarriers, setmaxnreg 40/232",
+               then_epilogue<launch_warp_specialized>)
+          .needs(90)
+          .arch_specific(),
+      kl::step("persistent", "one block a SM walks the tiles in grouped order; the ring runs on across tiles",
+               then_epilogue<launch_persistent>)
+          .needs(90)
+          .arch_specific(),
+      kl::step("cluster", "clusters of 2 blocks: each loads half of B and TMA multicasts it to both",
+               then_epilogue<launch_cluster>)
+          .needs(90)
+          .arch_specific(),
+      kl::step("fused_epilogue", "bias and activation applied on the accumulators before the one store; tanh.approx",
+               fused<launch_fused_epilogue>)
+          .needs(90)
+          .arch_specific(),
+      kl::step("tma_store", "the finished tile through shared memory and a TMA store (64 x 64 boxes), asynchronously",
+               fused<launch_tma_store>)
+          .needs(90)
+          .arch_specific(),
   };
   return steps;
 }

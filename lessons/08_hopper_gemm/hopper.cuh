@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/ladder.hpp"
+#include "common/step.hpp"
 #include "lessons/08_hopper_gemm/problem.cuh"
 
 namespace lesson08 {

@@ -249,12 +249,17 @@ constexpr double kWarmupMs = 500;
 // rate every % of limit is of (the H100 SXM's nominal dense rate is 989 TFLOP/s).
 inline void measure_limits(kl::Limits& limits, const kl::DeviceInfo&) {
   limits.peak_tflops = kl::measure_tensor_tflops(kWarmupMs);
-  std::printf("limit:  cuBLAS f16 GEMM 8192^3 %.0f TFLOP/s, sustained (the rate every %% of limit is of)\n",
-              limits.peak_tflops);
-  std::printf(
-      "error:  max |d - ref| / (|ref| + 1) against an f32 reference of all of D, passes at <= %.0e;"
-      "  [g] = CUDA-graph replay\n",
-      kRel);
+}
+
+// The legend under the limits: what the limit is and how the error column is measured.
+inline std::string legend(const kl::Args&) {
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "limit:  a cuBLAS f16 GEMM of 8192^3, sustained, is the rate every %% of limit is of\n"
+                "error:  max |d - ref| / (|ref| + 1) against an f32 reference of all of D, passes at <= %.0e;"
+                "  [g] = CUDA-graph replay",
+                kRel);
+  return line;
 }
 
 inline std::vector<kl::Row> run_shape(const Shape& shape, kl::Context<Launcher>& cx) {
@@ -272,6 +277,39 @@ inline std::vector<kl::Row> run_shape(const Shape& shape, kl::Context<Launcher>&
   const kl::Trial trial{proto, [&] { CUDA_CHECK(cudaMemset(p.d, 0xFF, d_bytes)); },  // all NaN
                         [&] { return ref->max_error(p); }, kRel};
   return kl::run_steps(cx, trial, [&](const Step& st, cudaStream_t s) { run_step(st, p, ws, s); });
+}
+
+// ---- the lesson --------------------------------------------------------------------------------------
+
+inline kl::Lesson<Launcher, Shape> lesson() {
+  using kl::Option;
+  kl::Lesson<Launcher, Shape> l;
+  l.id = "08";
+  l.title = "the tensor-core GEMM on Hopper: D = act(alpha A B + beta C + bias), bf16/f16 in, f32 accumulation";
+  l.steps = kSteps;
+  l.options = {
+      {"m", Option::size, "rows of A and D (default 8192); N or 2^E"},
+      {"n", Option::size, "columns of B and D (default 8192)"},
+      {"k", Option::size, "columns of A, rows of B (default 8192)"},
+      {"alpha", Option::text, "D = alpha A B + ... (default 1)", false},
+      {"beta", Option::text, "... + beta C (default 0: C is not read)", false},
+      {"act", Option::text, "activation after the bias: none, relu, gelu_tanh (default none)"},
+      {"bias", Option::flag, "add a bias per column of D (f32) before the activation"},
+  };
+  l.dtypes = {"bf16", "f16"};
+  l.sweep_help = "squares 512 ... 16384, bias + gelu_tanh at 8192^3, M = 8192 with (N, K) of a language model";
+  l.notes =
+      "A, B, C uniform in [-1, 1), rounded to the dtype; accumulation f32; D in the dtype. Checked against an\n"
+      "f32 reference of all of D. FLOPs counted: 2 M N K. Steps marked sm_90a run on sm_90 GPUs only (H100,\n"
+      "H200); elsewhere they are n/a. Unfused steps and cuBLAS run a second kernel for the bias and activation.\n"
+      "Each step runs back to back for 0.5 s before it is timed: times are at the clock the GPU sustains.\n";
+  l.warmup_ms = kWarmupMs;
+  l.shapes = shapes;
+  l.device_bytes = [](const Shape& sh, const kl::Args&) { return device_bytes(sh); };
+  l.measure_limits = measure_limits;
+  l.legend = legend;
+  l.run = run_shape;
+  return l;
 }
 
 }  // namespace lesson08

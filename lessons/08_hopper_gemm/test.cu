@@ -27,8 +27,6 @@ using lesson08::Shape;
 
 namespace {
 
-bool sanitizing() { return std::getenv("KL_SANITIZE") != nullptr; }
-
 std::uint16_t to_bits(float x, Dtype t) {
   std::uint16_t bits;
   if (t == Dtype::bf16) {
@@ -222,7 +220,7 @@ TEST_CASE("flops counts 2 M N K; the element error: NaN and Inf match only thems
 TEST_SUITE("gpu") {
   TEST_CASE("every step, bf16 and f16: tails, alpha and beta, every epilogue") {
     std::vector<Shape> shapes = {{128, 256, 64}, {1, 8, 8}, {129, 264, 72}, {300, 520, 200}, {257, 136, 1000}};
-    if (sanitizing()) shapes = {{129, 264, 72}};
+    if (kl::sanitizing()) shapes = {{129, 264, 72}};
     for (Dtype t : {Dtype::bf16, Dtype::f16})
       for (Shape sh : shapes) {
         sh.dtype = t;
@@ -230,7 +228,7 @@ TEST_SUITE("gpu") {
         Shape full = sh;
         full.alpha = 0.5f, full.beta = -1.5f, full.bias = true, full.act = Act::gelu_tanh;
         check_steps(full, kl::seed_for(7 + sh.m));
-        if (sanitizing()) continue;
+        if (kl::sanitizing()) continue;
         Shape relu = sh;
         relu.act = Act::relu;
         check_steps(relu, kl::seed_for(9 + sh.k));
@@ -238,7 +236,7 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE("every step: more tiles than SMs, so every block of a persistent step takes several") {
-    if (sanitizing()) return;
+    if (kl::sanitizing()) return;
     check_steps({2048, 2304, 64}, kl::seed_for(31));
   }
 
