@@ -68,7 +68,7 @@ rows = {(r["student"], r["exercise"]): r for r in csv.DictReader(open(sys.argv[1
 want = {
     ("honest", "01.1"): ("PASS", r"x the solution's speed"),
     ("honest", "04.2"): ("PASS", r"x the solution's speed"),
-    ("skip_timed", "01.1"): ("FAIL", r"^at the timed size, n = 67108864: sum"),
+    ("skip_timed", "01.1"): ("FAIL", r"^at the timed size, n = 67108864, whole numbers: sum"),
     ("skip_timed", "04.2"): ("FAIL", r"^at the timed size, rows = 2097152"),
     ("forged_speed", "04.2"): ("FAIL", r"^right, but 0\.\d+x the solution's speed"),
 }
