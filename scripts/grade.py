@@ -9,8 +9,8 @@ runs at least 80 % of the solution's speed in the same process (exercises/NN_nam
 common/grade.cuh decide; this script runs them and reads their verdicts from the grading channel of
 common/grade_channel.hpp, which the graded code cannot forge). Verdicts: PASS with the speed against
 the solution; FAIL with the first failing case, what was expected, and a hint from
-exercises/NN_name/exercises.json; NOT GRADED: no GPU (or: needs sm_90a, for lesson 09 on another GPU).
-Parts that need no GPU (test cases outside the "gpu" suite) are graded on the CPU.
+exercises/NN_name/exercises.json; NOT GRADED: no GPU (or: needs sm_90a, for lessons 08 and 09 on
+another GPU). Parts that need no GPU (test cases outside the "gpu" suite) are graded on the CPU.
 
 A class (--submissions): each student's files are checked (scripts/grade_lint.py), copied into a
 fresh folder (only the file names exercises.json lists), built and run in a sandbox (bubblewrap:
