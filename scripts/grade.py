@@ -9,8 +9,8 @@ runs at least 80 % of the solution's speed in the same process (exercises/NN_nam
 common/grade.cuh decide; this script runs them and reads their verdicts from the grading channel of
 common/grade_channel.hpp, which the graded code cannot forge). Verdicts: PASS with the speed against
 the solution; FAIL with the first failing case, what was expected, and a hint from
-exercises/NN_name/exercises.json; NOT GRADED: no GPU (or: needs sm_90a, for lesson 09 on another GPU).
-Parts that need no GPU (test cases outside the "gpu" suite) are graded on the CPU.
+exercises/NN_name/exercises.json; NOT GRADED: no GPU (or: needs sm_90a, for lessons 08 and 09 on
+another GPU). Parts that need no GPU (test cases outside the "gpu" suite) are graded on the CPU.
 
 A class (--submissions): each student's files are checked (scripts/grade_lint.py), copied into a
 fresh folder (only the file names exercises.json lists), built and run in a sandbox (bubblewrap:
@@ -296,10 +296,11 @@ def first_doctest_error(text):
     return None
 
 
-def read_channel(text, ex_id):
+def read_channel(text, ex_id, impl="exercise"):
     """What one run told on the grading channel: {"end": rc or None, "nogpu": bool, "check", "speed",
     "skip": text or None}, or a string saying why it cannot be believed (a forged line, a line twice,
-    two answers to one question)."""
+    two answers to one question). impl: whose verdicts count, "exercise" (exerciseNN_test, the files
+    graded) or "solution" (solutionNN_test, under --solutions)."""
     seen, out = set(), {"end": None, "nogpu": False, "check": None, "speed": None, "skip": None}
     lines = [line for line in text.splitlines() if line]
     for n, line in enumerate(lines):
@@ -320,7 +321,7 @@ def read_channel(text, ex_id):
         m = re.fullmatch(r"(\S+) (\S+) (check|speed|skip) (.*)", line)
         if not m:
             return f"an unknown line on the grading channel: '{line[:80]}'"
-        if m.group(1) != ex_id or m.group(2) != "exercise":
+        if m.group(1) != ex_id or m.group(2) != impl:
             continue  # another exercise's or a wrong variant's line
         if out[m.group(3)] is not None:
             return f"two {m.group(3)} verdicts for {ex_id} on the grading channel"
@@ -328,7 +329,7 @@ def read_channel(text, ex_id):
     return out
 
 
-def grade_one(ex, exe, box, cpu_only):
+def grade_one(ex, exe, box, cpu_only, impl="exercise"):
     """{verdict: PASS | FAIL | NOT GRADED, detail, ratio, ms, solution_ms, hint}."""
     out = {"verdict": None, "detail": "", "ratio": "", "ms": "", "solution_ms": "", "hint": ""}
     hints = ex.get("hints", {})
@@ -342,7 +343,7 @@ def grade_one(ex, exe, box, cpu_only):
     cpu = run([exe, pattern], box, limit, channel=True)
     if cpu.timed_out:
         return fail(f"CPU part: still running after {limit} s (a loop that never ends?)")
-    told = read_channel(cpu.channel, ex["id"])
+    told = read_channel(cpu.channel, ex["id"], impl)
     if isinstance(told, str):
         return fail(f"CPU part: {told}")
     if told["end"] is None:
@@ -359,7 +360,7 @@ def grade_one(ex, exe, box, cpu_only):
     gpu = run([exe, "--gpu", pattern], box, limit, channel=True)
     if gpu.timed_out:
         return fail(f"still running after {limit} s (a kernel that never ends?)")
-    told = read_channel(gpu.channel, ex["id"])
+    told = read_channel(gpu.channel, ex["id"], impl)
     if isinstance(told, str):
         return fail(told)
     if told["nogpu"] and gpu.returncode == 77:
@@ -432,7 +433,7 @@ def grade_tree(exercises, build_dir, kind, exercises_dir, no_build, gpu, box, re
         elif not os.path.exists(exe):
             refuse(f"{os.path.relpath(exe, ROOT)} is not built (run without --no-build)")
         else:
-            v = grade_one(ex, exe, box, cpu_only=not gpu)
+            v = grade_one(ex, exe, box, cpu_only=not gpu, impl=kind)
         print_verdict(ex, v)
         if on_verdict:
             on_verdict(ex, v)

@@ -109,14 +109,22 @@ class Channel(unittest.TestCase):
         for p in self.paths:
             os.remove(p)
 
-    def verdict(self, body):
+    def verdict(self, body, impl="exercise"):
         self.paths.append(stand_in(body))
-        return grade.grade_one(EX, self.paths[-1], self.box, cpu_only=False)
+        return grade.grade_one(EX, self.paths[-1], self.box, cpu_only=False, impl=impl)
 
     def test_an_honest_pass_passes(self):
         v = self.verdict(HONEST_CPU + 'say("04.1 exercise check PASS")\nsay("04.1 exercise speed 1.100 1.0 1.1")\n'
                          'say("end 0")\n')
         self.assertEqual(v["verdict"], "PASS", v)
+
+    def test_a_solution_binary_passes_under_solutions_only(self):
+        # grade.py --solutions runs solutionNN_test, whose verdicts say "solution"; a student's run
+        # (exerciseNN_test) counts only "exercise" lines.
+        body = HONEST_CPU + ('say("04.1 solution check PASS")\nsay("04.1 solution speed 1.000 1.0 1.0")\n'
+                             'say("end 0")\n')
+        self.assertEqual(self.verdict(body, impl="solution")["verdict"], "PASS")
+        self.assertEqual(self.verdict(body)["verdict"], "FAIL")
 
     def test_verdicts_printed_on_stdout_are_not_believed(self):
         v = self.verdict(HONEST_CPU + 'print("grade 04.1 exercise check PASS")\n'
