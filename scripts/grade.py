@@ -118,6 +118,9 @@ class Sandbox:
             w += ["--dev-bind", node, node]
         if os.path.isdir("/dev/dri"):
             w += ["--dev-bind", "/dev/dri", "/dev/dri"]
+        # The repository, where it lies under /tmp (a CI clone in mktemp -d), again after /tmp's tmpfs.
+        if os.path.commonpath([ROOT, "/tmp"]) == "/tmp":
+            w += ["--ro-bind", ROOT, ROOT]
         for path in self.writable:
             w += ["--bind", path, path]
         return w + ["--chdir", self.writable[0] if self.writable else "/", "--"] + cmd
