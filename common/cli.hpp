@@ -2,6 +2,7 @@
 // UsageError (exit 2 through guarded_main); unknown options are reported by finish().
 #pragma once
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -92,6 +93,16 @@ class Cli {
   static constexpr std::int64_t kMaxSize = std::int64_t{1} << 50;
 
   // Digits or 2^E; refused (never clamped) above `most`.
+  // A finite float option value ("0.5", "-2", "1e-3"); anything else (text, inf, nan, past float's
+  // range) is refused with one line.
+  static float parse_float(const std::string& what, const std::string& s) {
+    char* end = nullptr;
+    const double v = std::strtod(s.c_str(), &end);
+    if (s.empty() || *end != '\0' || !std::isfinite(v) || std::fabs(v) > 3e38)
+      throw UsageError(what + " must be a finite number (got '" + escaped(s) + "')");
+    return static_cast<float>(v);
+  }
+
   static std::int64_t parse_size(const std::string& what, const std::string& s, std::int64_t most = kMaxSize) {
     const std::string shown = escaped(s);
     const auto caret = s.find('^');

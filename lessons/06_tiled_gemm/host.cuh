@@ -194,19 +194,11 @@ inline Act parse_act(const std::string& s) {
   throw kl::UsageError("--act must be one of none, relu, leaky, gelu_tanh, gelu_erf (got '" + kl::escaped(s) + "')");
 }
 
-inline float parse_float(const std::string& what, const std::string& s) {
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0' || !std::isfinite(v) || std::fabs(v) > 3e38)
-    throw kl::UsageError(what + " must be a finite number (got '" + kl::escaped(s) + "')");
-  return static_cast<float>(v);
-}
-
 inline Epilogue epilogue(const kl::Args& args) {
   Epilogue e;
-  if (auto v = args.text("alpha")) e.alpha = parse_float("--alpha", *v);
-  if (auto v = args.text("beta")) e.beta = parse_float("--beta", *v);
-  if (auto v = args.text("slope")) e.slope = parse_float("--slope", *v);
+  if (auto v = args.text("alpha")) e.alpha = kl::Cli::parse_float("--alpha", *v);
+  if (auto v = args.text("beta")) e.beta = kl::Cli::parse_float("--beta", *v);
+  if (auto v = args.text("slope")) e.slope = kl::Cli::parse_float("--slope", *v);
   e.bias = parse_bias(args.text("bias").value_or("n"));
   e.act = parse_act(args.text("act").value_or("gelu_tanh"));
   return e;

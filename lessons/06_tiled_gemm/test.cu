@@ -343,9 +343,9 @@ TEST_CASE("--sweep shapes, the default shape, and the option parsers") {
   CHECK(lesson06::parse_act("gelu_erf") == Act::gelu_erf);
   CHECK_THROWS_AS(lesson06::parse_bias("row"), kl::UsageError);
   CHECK_THROWS_AS(lesson06::parse_act("gelu"), kl::UsageError);
-  CHECK(lesson06::parse_float("--alpha", "-1.5") == -1.5f);
+  CHECK(kl::Cli::parse_float("--alpha", "-1.5") == -1.5f);
   for (const char* bad : {"", "x1", "1x", "inf", "nan", "1e39"})
-    CHECK_THROWS_AS(lesson06::parse_float("--alpha", bad), kl::UsageError);
+    CHECK_THROWS_AS(kl::Cli::parse_float("--alpha", bad), kl::UsageError);
   CHECK(lesson06::shape_text({1000, 3000, 777}) == "MxNxK=1000x3000x777");
 }
 

@@ -34,14 +34,6 @@ inline Act parse_act(const std::string& s) {
   throw kl::UsageError("--act must be one of none, relu, gelu_tanh (got '" + kl::escaped(s) + "')");
 }
 
-inline float parse_float(const std::string& what, const std::string& s) {
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0' || !std::isfinite(v) || std::fabs(v) > 3e38)
-    throw kl::UsageError(what + " must be a finite number (got '" + kl::escaped(s) + "')");
-  return static_cast<float>(v);
-}
-
 inline Dtype parse_dtype(const std::string& s) {
   if (s == "bf16") return Dtype::bf16;
   if (s == "f16") return Dtype::f16;
@@ -96,8 +88,8 @@ inline int side_option(const kl::Args& a, const char* name) {
 // --beta, --act and --bias, or the sweep's.
 inline std::vector<Shape> shapes(const kl::Args& a) {
   const Dtype t = parse_dtype(a.dtype.empty() ? "bf16" : a.dtype);
-  const float alpha = a.text("alpha") ? parse_float("--alpha", *a.text("alpha")) : 1.f;
-  const float beta = a.text("beta") ? parse_float("--beta", *a.text("beta")) : 0.f;
+  const float alpha = a.text("alpha") ? kl::Cli::parse_float("--alpha", *a.text("alpha")) : 1.f;
+  const float beta = a.text("beta") ? kl::Cli::parse_float("--beta", *a.text("beta")) : 0.f;
   const Act act = parse_act(a.text("act").value_or("none"));
   std::vector<Shape> out = a.sweep ? sweep_shapes(t)
                                    : std::vector<Shape>{{side_option(a, "m"), side_option(a, "n"), side_option(a, "k"),
