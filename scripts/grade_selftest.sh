@@ -204,8 +204,9 @@ read_only_source)
   sandbox_or_skip
   root=$(mktemp -d)
   trap 'rm -rf "$root"' EXIT
-  out=$(bwrap --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --bind "$root" "$root" \
-        --setenv KL_BUILD_ROOT "$root" -- python3 scripts/grade.py --cpu-only 01 2>&1); rc=$?
+  # (the repository bound again after /tmp's tmpfs, for a clone that lies under /tmp)
+  out=$(bwrap --die-with-parent --ro-bind / / --dev /dev --proc /proc --tmpfs /tmp --ro-bind "$PWD" "$PWD" \
+        --bind "$root" "$root" --chdir "$PWD" --setenv KL_BUILD_ROOT "$root" -- python3 scripts/grade.py --cpu-only 01 2>&1); rc=$?
   echo "$out"
   [ "$rc" = 77 ] || fail "exit $rc (expected 77: lesson 01 graded, nothing without a GPU)"
   [ "$(grep -c "NOT GRADED: no GPU" <<<"$out")" = 2 ] || fail "expected two NOT GRADED verdicts"
