@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "common/device.cuh"
 #include "common/tma.cuh"
 #include "common/wgmma.cuh"
 #include "lessons/08_hopper_gemm/parts.cuh"
@@ -114,8 +115,34 @@ __device__ __forceinline__ void stage_acc_fused(const Problem& p, const float (&
   }
 }
 
+// Steps 6-8: a persistent launch in clusters of two blocks, `pairs` the tile pairs they walk: as many
+// clusters as fit on the GPU at once, or fewer when there are fewer pairs. A cluster's blocks must sit in
+// one GPC, and a GPC with an odd number of free SMs leaves one idle, so fewer than SMs / 2 clusters may
+// fit; launching more would run the extra ones as a second wave.
+template <auto kernel, class... Args>
+void launch_pair_clusters(int threads, int smem, const TileOrder& pairs, cudaStream_t s, Args... args) {
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  cudaLaunchConfig_t config{};
+  config.blockDim = dim3(threads);
+  config.dynamicSmemBytes = smem;
+  config.stream = s;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = 2, attribute.val.clusterDim.y = 1, attribute.val.clusterDim.z = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  static int resident = 0;  // per kernel: asked on its first launch (the untimed check run)
+  if (resident == 0) {
+    config.gridDim = dim3(2 * (kl::sm_count() / 2));
+    CUDA_CHECK(cudaOccupancyMaxActiveClusters(&resident, kernel, &config));
+    if (resident == 0) throw kl::NotSupported("no cluster of two blocks of this size fits on this GPU");
+  }
+  config.gridDim = dim3(2 * (pairs.count() < resident ? pairs.count() : resident));
+  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, args...));
+}
+
 // Step 4: one block a SM of three warpgroups enters with 65536 / 384 = 168 registers a thread; the
-// producer drops to 40 (fewer, and step 6's producer spills) and the consumers grow to 232 (128
+// producer drops to 40 (at 24, step 6's producer spills) and the consumers grow to 232 (128
 // accumulators, the descriptors and the epilogue's addresses): 128 · 40 + 256 · 232 = 64512 of 65536.
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
 

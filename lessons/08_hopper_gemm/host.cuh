@@ -165,10 +165,10 @@ struct Inputs {
 // tile left out sits far above it.
 constexpr double kRel = 1e-2;
 
-inline double element_error(double d, double ref) {
-  if (std::isnan(ref) || std::isnan(d)) return std::isnan(ref) && std::isnan(d) ? 0.0 : INFINITY;
-  if (std::isinf(ref) || std::isinf(d)) return d == ref ? 0.0 : INFINITY;
-  return std::fabs(d - ref) / (std::fabs(ref) + 1.0);
+__host__ __device__ inline double element_error(double d, double ref) {
+  if (isnan(ref) || isnan(d)) return isnan(ref) && isnan(d) ? 0.0 : INFINITY;
+  if (isinf(ref) || isinf(d)) return d == ref ? 0.0 : INFINITY;
+  return fabs(d - ref) / (fabs(ref) + 1.0);
 }
 
 // max element_error over all of D, on the GPU (errors are >= 0, so their bits order as integers).
@@ -178,12 +178,7 @@ __global__ void max_error_kernel(Problem p, const float* ref, unsigned* worst) {
   float w = 0.f;
   for (std::int64_t e = blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x; e < total;
        e += std::int64_t{gridDim.x} * blockDim.x) {
-    const float d = Elem<T>::to_float(static_cast<const T*>(p.d)[e]), r = ref[e];
-    float err;
-    if (isnan(r) || isnan(d)) err = isnan(r) && isnan(d) ? 0.f : INFINITY;
-    else if (isinf(r) || isinf(d)) err = d == r ? 0.f : INFINITY;
-    else err = fabsf(d - r) / (fabsf(r) + 1.f);
-    w = fmaxf(w, err);
+    w = fmaxf(w, static_cast<float>(element_error(Elem<T>::to_float(static_cast<const T*>(p.d)[e]), ref[e])));
   }
   atomicMax(worst, __float_as_uint(w));
 }
@@ -233,12 +228,12 @@ inline std::vector<double> reference_cpu(const Problem& p, const std::vector<flo
 // ---- the limit and one shape -------------------------------------------------------------------------
 
 // Every step, and the limit, is timed after running back to back for this long: at the GPU's power
-// limit (reached within tens of milliseconds by a large GEMM) its clock drops, and each step is measured
+// limit (reached during a run of large GEMMs) its clock drops, and each step is measured
 // at the clock it sustains, not at the one the previous step left behind.
 constexpr double kWarmupMs = 500;
 
 // The driver's measure_limits hook: cuBLAS's f16 GEMM of 8192³ in this run, sustained, the tensor-core
-// rate every % of limit is of (the H100 SXM's nominal dense rate is 989 TFLOP/s).
+// rate every % of limit is of.
 inline void measure_limits(kl::Limits& limits, const kl::DeviceInfo&) {
   limits.peak_tflops = kl::measure_tensor_tflops(kWarmupMs);
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "common/arch.cuh"
 #include "common/check.cuh"
 #include "lessons/09_hopper_attention/hopper.cuh"
 #include "lessons/09_hopper_attention/steps/02_wgmma.cuh"
@@ -23,26 +24,11 @@ namespace {
 // SASS, so the CUDA runtime has an image of it for an sm_90 GPU and for no other.
 __global__ void hopper_probe() {}
 
-// Why the sm_90a code cannot run on the current GPU ("" when it can).
-std::string probe_hopper() {
-  int dev = 0, major = 0, minor = 0;
-  CUDA_CHECK(cudaGetDevice(&dev));
-  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-  cudaFuncAttributes attributes{};
-  const cudaError_t e = cudaFuncGetAttributes(&attributes, hopper_probe);
-  if (e == cudaSuccess) return "";
-  if (e != cudaErrorNoKernelImageForDevice && e != cudaErrorInvalidDeviceFunction) CUDA_CHECK(e);
-  (void)cudaGetLastError();  // the failed look-up is the answer, not an error of the run
-  return "needs sm_90a (this GPU is sm_" + std::to_string(major * 10 + minor) +
-         "; the Hopper steps are compiled for sm_90a alone: wgmma and setmaxnreg run on sm_90 GPUs only)";
-}
-
 }  // namespace
 
 // Asked once per process (the first call is a step's untimed check run, never inside a graph capture).
 std::string hopper_missing() {
-  static const std::string why = probe_hopper();
+  static const std::string why = kl::arch_specific_missing(hopper_probe, "sm_90a", "wgmma and setmaxnreg");
   return why;
 }
 

@@ -188,20 +188,11 @@ inline TmaMaps tma_maps(const Problem& p) {
 // Producer warpgroup 0, consumer warpgroups 1 and 2 (64 query rows each, as in steps 2-3).
 constexpr int kWsThreads = 128 * (1 + kWgmmaGroups);
 
-// setmaxnreg: this warpgroup's registers per thread become N (a multiple of 8; the kernel's cap at
-// entry is 65536 / kWsThreads). The producer gives registers back, the consumers take them.
-template <int N>
-__device__ __forceinline__ void regs_decrease() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
-}
-template <int N>
-__device__ __forceinline__ void regs_increase() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
-}
-// setmaxnreg.inc only takes registers that setmaxnreg.dec released in the same block. One block a SM
-// (384 threads enter with 168 registers): the producer drops to 24, the consumers grow to 240 (O alone
-// is 64 a thread at D = 128). Two blocks a SM at D = 64 would leave the consumers 104 registers, too
-// few for the wgmma chains (ptxas serialises them and spills), so steps 4-5 run one block a SM.
+// setmaxnreg (kl::setmaxnreg_dec / _inc) hands the producer's registers to the consumers; .inc only
+// takes registers that .dec released in the same block. One block a SM (384 threads enter with 168
+// registers): the producer drops to 24, the consumers grow to 240 (O alone is 64 a thread at D = 128).
+// Two blocks a SM at D = 64 would leave the consumers 104 registers, too few for the wgmma chains
+// (ptxas serialises them and spills), so steps 4-5 run one block a SM.
 constexpr int kProducerRegs = 24, kConsumerRegs = 240;
 
 // Step 3's shared memory, then one "empty" barrier per stage: every consumer thread arrives on it

@@ -7,7 +7,6 @@
 #pragma once
 #include <cstdint>
 
-#include "common/device.cuh"
 #include "lessons/08_hopper_gemm/hopper_parts.cuh"
 
 namespace lesson08 {
@@ -74,31 +73,12 @@ __global__ void __launch_bounds__(kW6Threads, 1)
   kl::cluster_sync();  // neither block leaves while its partner may still arrive on its barriers
 }
 
-// Clusters of two blocks, one cluster per two SMs, or fewer when there are fewer pairs of tiles.
+// Clusters of two blocks, as many as fit at once (launch_pair_clusters).
 template <class T>
 void launch_cluster_as(const Problem& p, cudaStream_t s) {
-  CUDA_CHECK(cudaFuncSetAttribute(gemm_cluster<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kW6Smem));
   const int tiles_m = (p.m + kW6Bm - 1) / kW6Bm;
   const TileOrder pairs{(tiles_m + 1) / 2, (p.n + kW6Bn - 1) / kW6Bn};
-  cudaLaunchConfig_t config{};
-  config.blockDim = dim3(kW6Threads);
-  config.dynamicSmemBytes = kW6Smem;
-  config.stream = s;
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = 2, attribute.val.clusterDim.y = 1, attribute.val.clusterDim.z = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  // A cluster's blocks must sit in one GPC, and a GPC with an odd number of free SMs leaves one idle:
-  // fewer than SMs / 2 clusters fit at once. Launching more would run the extra ones as a second wave.
-  static int resident = 0;
-  if (resident == 0) {
-    config.gridDim = dim3(2 * (kl::sm_count() / 2));
-    CUDA_CHECK(cudaOccupancyMaxActiveClusters(&resident, gemm_cluster<T>, &config));
-    if (resident == 0) throw kl::NotSupported("no cluster of two blocks of this size fits on this GPU");
-  }
-  config.gridDim = dim3(2 * (pairs.count() < resident ? pairs.count() : resident));
-  CUDA_CHECK(cudaLaunchKernelEx(&config, gemm_cluster<T>, p, pairs, gemm_maps(p, kW6Bm)));
+  launch_pair_clusters<gemm_cluster<T>>(kW6Threads, kW6Smem, pairs, s, p, pairs, gemm_maps(p, kW6Bm));
 }
 
 inline void launch_cluster(const Problem& p, cudaStream_t s) {

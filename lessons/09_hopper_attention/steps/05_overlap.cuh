@@ -63,11 +63,11 @@ __global__ void __launch_bounds__(kWsThreads, 1) flash_overlap(Problem p, const 
   const int nk = lesson07::key_tiles(p, q0, kWgmmaBr);
   init_ws_barriers(full, empty);
   if (threadIdx.x < 128) {
-    regs_decrease<kProducerRegs>();
+    kl::setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x == 0) produce<D>(smem, maps, q0, head, nk);
     return;
   }
-  regs_increase<kConsumerRegs>();
+  kl::setmaxnreg_inc<kConsumerRegs>();
   const int group = threadIdx.x / 128 - 1, w = threadIdx.x / 32 % 4, lane = threadIdx.x % 32, g = lane / 4,
             t = lane % 4;
   const unsigned char* qs = smem + L::kQ + group * L::kTile;
