@@ -44,5 +44,5 @@ __global__ void __launch_bounds__(lesson06::kThreads, 2) gemm_double_buffer(less
     lesson06::compute_split(acc, as[0], bs[0]);
     __syncthreads();
   }
-  lesson06::store_split<lesson06::Runtime>(p, acc, m0, n0);
+  lesson06::store_split<lesson06::Plain>(p, acc, m0, n0);
 }

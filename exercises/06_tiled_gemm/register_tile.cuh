@@ -7,7 +7,7 @@
 //
 // Given (lessons/06_tiled_gemm/parts.cuh): the block tile kBM x kBN x kBK = 128 x 128 x 16, kThreads
 // = 256, the thread tile kTM x kTN = 8 x 8, tile_grid(p, bm, bn) (one block per bm x bn tile of D),
-// and Runtime::apply (alpha, beta C, bias, activation: what turns an accumulator into D).
+// and Plain::apply (alpha·acc + beta·C: what turns an accumulator into D).
 //
 // TODO:
 //   1. Launch kThreads threads per block (a 1-D block), one block per kBM x kBN tile of D.
@@ -17,7 +17,7 @@
 //      of the block tile, accumulated in float acc[kTM][kTN].
 //   4. For each kk of the slice, read the thread's 8 A values and 8 B values from shared memory into
 //      registers, then add their outer product (64 FMAs) into acc.
-//   5. Write the 64 outputs through Runtime::apply, leaving out those past M or N.
+//   5. Write the 64 outputs through Plain::apply, leaving out those past M or N.
 // Grade it: scripts/grade.sh 06.2
 #pragma once
 #include <cstdint>
@@ -41,7 +41,7 @@ __global__ void gemm_register_tile(lesson06::Problem p) {
     for (int kk = 0; kk < kT2; ++kk) acc = fmaf(as[ty][kk], bs[kk][tx], acc);
     __syncthreads();
   }
-  if (m < p.m && n < p.n) p.d[std::int64_t{m} * p.ldd + n] = lesson06::Runtime::apply(p, acc, m, n);
+  if (m < p.m && n < p.n) p.d[std::int64_t{m} * p.ldd + n] = lesson06::Plain::apply(p, acc, m, n);
 }
 
 inline void launch_register_tile(const lesson06::Problem& p, cudaStream_t s) {

@@ -1,7 +1,8 @@
 // Lesson 06 — the product: D = act(alpha · A·B + beta · C + bias) as a library call (gemm()), built on
-// the steps. Here: the choice of the compiled epilogue, split-K, the dispatcher, the cuBLAS
-// baselines, the float64 reference's CPU/GPU choice, and the table of steps that main.cu and test.cu
-// walk (a new step is benchmarked and tested by adding one entry). A student may skip this file.
+// the steps. Here: the choice of the compiled epilogue, the run-time epilogue of the other paths,
+// split-K, the dispatcher, the cuBLAS baselines, the float64 reference's CPU/GPU choice, and the
+// table of steps that main.cu and test.cu walk (a new step is benchmarked and tested by adding one
+// entry). A student may skip this file.
 // Steps 6-7 need sm_80 (cp.async); below it gemm() and the dispatcher use step 5's kernel instead.
 //
 // The steps, one line each (--list prints them; --step takes the number or the name):
@@ -83,6 +84,41 @@ void with_epilogue(const Problem& p, F&& f) {
       break;
   }
 }
+
+// The epilogue chosen at run time, a switch per element (one kernel serves all 40 combinations): for
+// gemm()'s paths off the tuned tiles (the naive kernel on tiny problems, step 5's kernel below sm_80,
+// SplitCfg's tiles), the split-K reduction and cublas+epilogue's second pass.
+struct Runtime {
+  static __device__ float apply(const Problem& p, float acc, int m, int n) {
+    float v = p.alpha * acc;
+    if (p.beta != 0.f) v = fmaf(p.beta, p.c[std::int64_t{m} * p.ldc + n], v);
+    switch (p.bias_kind) {
+      case Bias::m:
+        v += bias_at<Bias::m>(p, m, n);
+        break;
+      case Bias::n:
+        v += bias_at<Bias::n>(p, m, n);
+        break;
+      case Bias::full:
+        v += bias_at<Bias::full>(p, m, n);
+        break;
+      default:
+        break;
+    }
+    switch (p.act) {
+      case Act::relu:
+        return activate<Act::relu>(v, p.slope);
+      case Act::leaky:
+        return activate<Act::leaky>(v, p.slope);
+      case Act::gelu_tanh:
+        return activate<Act::gelu_tanh>(v, p.slope);
+      case Act::gelu_erf:
+        return activate<Act::gelu_erf>(v, p.slope);
+      default:
+        return v;
+    }
+  }
+};
 
 // ---- split-K for few output tiles -----------------------------------------------------------------
 
@@ -192,13 +228,14 @@ inline const std::string& warp_tiled_missing() {
   return why;
 }
 
-// The fused kernel for whatever the plan says, with the problem's epilogue; below sm_80, step 5's
-// kernel, whose run-time epilogue computes the whole problem in the same pass.
+// The fused kernel for whatever the plan says, with the problem's epilogue; the naive kernel and,
+// below sm_80, step 5's kernel with the run-time epilogue, which computes the whole problem in the
+// same pass.
 inline void launch_fused(const Problem& p, Workspace& ws, cudaStream_t s) {
   const Plan pl =
       plan(p.m, p.n, p.k, kl::sm_count(), aligned16(p.a, p.lda) && aligned16(p.b, p.ldb), warp_tiled_missing().empty());
-  if (pl.path == Path::naive) launch_naive(p, s);
-  else if (pl.path == Path::double_buffer) launch_double_buffer(p, s);
+  if (pl.path == Path::naive) launch_naive<Runtime>(p, s);
+  else if (pl.path == Path::double_buffer) launch_double_buffer<Runtime>(p, s);
   else if (pl.path == Path::split_k) launch_split_k<SplitCfg>(p, pl.slices, ws, s);
   else if (pl.path == Path::unaligned || pl.path == Path::small_tiles) launch_plain_or_runtime<SplitCfg>(p, s);
   else with_epilogue(p, [&](auto epi) { launch_warp_tiled<Tuned, decltype(epi)>(p, s); });
@@ -288,13 +325,13 @@ void warp_tiled_step(const Problem& p, Workspace& ws, cudaStream_t s) {
 
 // kl::step(name, idea, {launcher, epilogue}), .needs(80) for steps 6-7 (cp.async), .library() for cuBLAS.
 inline const std::vector<GemmStep> kSteps = {
-    kl::step("naive", "one thread per D element, A and B from global memory", Launch{plain_step<launch_naive>}),
+    kl::step("naive", "one thread per D element, A and B from global memory", Launch{plain_step<launch_naive<Plain>>}),
     kl::step("smem_tiles", "32x32 shared-memory tiles, coalesced loads", Launch{plain_step<launch_smem_tiles>}),
     kl::step("register_tile", "128x128x16 block tile, 8x8 outputs per thread as outer products",
              Launch{plain_step<launch_register_tile>}),
     kl::step("vector", "16-byte loads, A transposed + padded in shared memory", Launch{plain_step<launch_vector>}),
     kl::step("double_buffer", "two shared-memory stages: next tile's loads overlap this tile's FMAs",
-             Launch{plain_step<launch_double_buffer>}),
+             Launch{plain_step<launch_double_buffer<Plain>>}),
     kl::step(
         "warp_tiled",
         "warp tiles of 4x4 quadrants, 3-stage cp.async, fragments read ahead, tuned 128x256x16 tiles, 8x8 a thread",

@@ -1,7 +1,8 @@
 // Lesson 06 — the device pieces several steps share, each under the step that introduced it: the
-// epilogue chosen at run time (step 1), the block tile of steps 3-5 (step 3), and the 16-byte tile
-// loader, the outer product and the split-column compute and store of steps 4-5 (step 4; step 6 keeps
-// the outer product and the 4-wide store). The exercise builds on this file alone.
+// plain GEMM's output, alpha·acc + beta·C (step 1), the block tile of steps 3-5 (step 3), and the
+// 16-byte tile loader, the outer product and the split-column compute and store of steps 4-5 (step 4;
+// step 6 keeps the outer product and the 4-wide store). The bias and the activation are step 7's
+// (steps/07_fused_epilogue.cuh) and the product's (gemm.cuh). The exercise builds on this file alone.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -11,56 +12,15 @@
 
 namespace lesson06 {
 
-// ---- step 1: the epilogue, alpha·acc + beta·C + bias, then the activation -------------------------
+// ---- step 1: the plain GEMM's output, alpha·acc + beta·C ------------------------------------------
 
-template <Act A>
-__host__ __device__ __forceinline__ float activate(float x, float slope) {
-  if constexpr (A == Act::relu) return x < 0.f ? 0.f : x;  // NaN stays NaN
-  else if constexpr (A == Act::leaky) return x < 0.f ? slope * x : x;
-  else if constexpr (A == Act::gelu_tanh) return 0.5f * x * (1.f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
-  else if constexpr (A == Act::gelu_erf) return 0.5f * x * (1.f + erff(x * 0.7071067812f));
-  else return x;
-}
-
-template <Bias B>
-__device__ __forceinline__ float bias_at(const Problem& p, int m, int n) {
-  if constexpr (B == Bias::m) return p.bias[m];
-  else if constexpr (B == Bias::n) return p.bias[n];
-  else if constexpr (B == Bias::full) return p.bias[std::int64_t{m} * p.n + n];
-  else return 0.f;
-}
-
-// The epilogue chosen at run time: for the naive kernel, steps 2-5 and the split-K reduction (step 7
-// compiles one kernel per combination instead: Fused in steps/07_fused_epilogue.cuh).
-struct Runtime {
-  static __device__ float apply(const Problem& p, float acc, int m, int n) {
+// What steps 1-5 write for an accumulator: alpha·acc, plus beta·C where beta != 0 (C is not read
+// otherwise). A type, so that it is also the Epi of store4 and store_split (step 4).
+struct Plain {
+  static __device__ __forceinline__ float apply(const Problem& p, float acc, int m, int n) {
     float v = p.alpha * acc;
     if (p.beta != 0.f) v = fmaf(p.beta, p.c[std::int64_t{m} * p.ldc + n], v);
-    switch (p.bias_kind) {
-      case Bias::m:
-        v += bias_at<Bias::m>(p, m, n);
-        break;
-      case Bias::n:
-        v += bias_at<Bias::n>(p, m, n);
-        break;
-      case Bias::full:
-        v += bias_at<Bias::full>(p, m, n);
-        break;
-      default:
-        break;
-    }
-    switch (p.act) {
-      case Act::relu:
-        return activate<Act::relu>(v, p.slope);
-      case Act::leaky:
-        return activate<Act::leaky>(v, p.slope);
-      case Act::gelu_tanh:
-        return activate<Act::gelu_tanh>(v, p.slope);
-      case Act::gelu_erf:
-        return activate<Act::gelu_erf>(v, p.slope);
-      default:
-        return v;
-    }
+    return v;
   }
 };
 

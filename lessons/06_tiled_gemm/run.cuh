@@ -58,7 +58,7 @@ inline std::vector<kl::Row> run_tune(const Shape& sh, kl::Context<Launch>& cx, c
     rows.push_back(row);
   };
   if (const std::string& why = warp_tiled_missing(); !why.empty()) {
-    time_row("double_buffer 128x128x16 8x8", [&](cudaStream_t s) { launch_double_buffer(p, s); });
+    time_row("double_buffer 128x128x16 8x8", [&](cudaStream_t s) { launch_double_buffer<Runtime>(p, s); });
     kl::print_table(std::cout, rows, cx.limits);
     std::printf("tune: step 6's candidates n/a: %s; timed step 5's kernel, which gemm() runs here\n", why.c_str());
     return rows;

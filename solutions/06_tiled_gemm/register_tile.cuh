@@ -12,7 +12,7 @@
 #include "lessons/06_tiled_gemm/parts.cuh"
 
 __global__ void __launch_bounds__(lesson06::kThreads) gemm_register_tile(lesson06::Problem p) {
-  using namespace lesson06;  // kBM, kBN, kBK, kThreads, kTM, kTN, Runtime
+  using namespace lesson06;  // kBM, kBN, kBK, kThreads, kTM, kTN, Plain
   __shared__ float as[kBM][kBK];
   __shared__ float bs[kBK][kBN];
   const int tid = threadIdx.x, ty = tid / 16, tx = tid % 16;
@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(lesson06::kThreads) gemm_register_tile(lesson0
 #pragma unroll
     for (int j = 0; j < kTN; ++j) {
       const int m = m0 + ty * kTM + i, n = n0 + tx * kTN + j;
-      if (m < p.m && n < p.n) p.d[std::int64_t{m} * p.ldd + n] = Runtime::apply(p, acc[i][j], m, n);
+      if (m < p.m && n < p.n) p.d[std::int64_t{m} * p.ldd + n] = Plain::apply(p, acc[i][j], m, n);
     }
 }
 

@@ -25,7 +25,7 @@ __global__ void gemm_smem_tiles(Problem p) {
     for (int kk = 0; kk < kT2; ++kk) acc = fmaf(as[ty][kk], bs[kk][tx], acc);
     __syncthreads();
   }
-  if (m < p.m && n < p.n) p.d[std::int64_t{m} * p.ldd + n] = Runtime::apply(p, acc, m, n);
+  if (m < p.m && n < p.n) p.d[std::int64_t{m} * p.ldd + n] = Plain::apply(p, acc, m, n);
 }
 
 inline void launch_smem_tiles(const Problem& p, cudaStream_t s) {

@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(kThreads) gemm_register_tile(Problem p) {
 #pragma unroll
     for (int j = 0; j < kTN; ++j) {
       const int m = m0 + ty * kTM + i, n = n0 + tx * kTN + j;
-      if (m < p.m && n < p.n) p.d[std::int64_t{m} * p.ldd + n] = Runtime::apply(p, acc[i][j], m, n);
+      if (m < p.m && n < p.n) p.d[std::int64_t{m} * p.ldd + n] = Plain::apply(p, acc[i][j], m, n);
     }
 }
 

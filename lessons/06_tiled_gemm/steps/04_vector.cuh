@@ -23,7 +23,7 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_vector(Problem p) {
     compute_split(acc, as, bs);
     __syncthreads();
   }
-  store_split<Runtime>(p, acc, m0, n0);
+  store_split<Plain>(p, acc, m0, n0);
 }
 
 inline void launch_vector(const Problem& p, cudaStream_t s) {

@@ -7,6 +7,9 @@ namespace lesson06 {
 
 // Two shared-memory stages. The loads of tile k+1 are issued before tile k's FMAs and stored to the
 // other stage after them, so their latency hides behind the math; one barrier per tile (step 4: two).
+// D goes through Epi: Plain in the step table; gemm() runs the kernel with its Runtime epilogue
+// (gemm.cuh) below sm_80, where step 6's kernel cannot run.
+template <class Epi>
 __global__ void __launch_bounds__(kThreads, 2) gemm_double_buffer(Problem p) {
   __shared__ __align__(16) float as[2][kBK * Loader128::kLdA];
   __shared__ __align__(16) float bs[2][kBK * Loader128::kLdB];
@@ -26,11 +29,12 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_double_buffer(Problem p) {
     __syncthreads();
     stage ^= 1;
   }
-  store_split<Runtime>(p, acc, m0, n0);
+  store_split<Epi>(p, acc, m0, n0);
 }
 
-inline void launch_double_buffer(const Problem& p, cudaStream_t s) {
-  gemm_double_buffer<<<tile_grid(p, kBM, kBN), kThreads, 0, s>>>(p);
+template <class Epi>
+void launch_double_buffer(const Problem& p, cudaStream_t s) {
+  gemm_double_buffer<Epi><<<tile_grid(p, kBM, kBN), kThreads, 0, s>>>(p);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -9,8 +9,28 @@
 
 namespace lesson06 {
 
+// The activation of one value, and the bias of output (m, n): the pieces of Fused, and of the
+// product's Runtime (gemm.cuh).
+template <Act A>
+__host__ __device__ __forceinline__ float activate(float x, float slope) {
+  if constexpr (A == Act::relu) return x < 0.f ? 0.f : x;  // NaN stays NaN
+  else if constexpr (A == Act::leaky) return x < 0.f ? slope * x : x;
+  else if constexpr (A == Act::gelu_tanh) return 0.5f * x * (1.f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+  else if constexpr (A == Act::gelu_erf) return 0.5f * x * (1.f + erff(x * 0.7071067812f));
+  else return x;
+}
+
+template <Bias B>
+__device__ __forceinline__ float bias_at(const Problem& p, int m, int n) {
+  if constexpr (B == Bias::m) return p.bias[m];
+  else if constexpr (B == Bias::n) return p.bias[n];
+  else if constexpr (B == Bias::full) return p.bias[std::int64_t{m} * p.n + n];
+  else return 0.f;
+}
+
 // The fused epilogue as template arguments: each (bias, activation, beta·C) combination is its own
-// kernel, so the code that runs holds no branch on them (Runtime, steps 1-5: a switch per element).
+// kernel, so the code that runs holds no branch on them (Runtime, the product's fallbacks in gemm.cuh:
+// a switch per element).
 template <Bias B, Act A, bool HasC>
 struct Fused {
   static __device__ __forceinline__ float apply(const Problem& p, float acc, int m, int n) {
