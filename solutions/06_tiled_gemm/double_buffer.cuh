@@ -4,8 +4,8 @@
 // the other stage after them, so their latency hides behind the math. One barrier per tile is
 // enough: the stage a store overwrites was last read in the previous iteration, which every warp
 // finished before that iteration's barrier. At 4096^3 on the H100 two blocks share an SM and already
-// hide each other's loads, so this is about as fast as step 4 (3.2 ms both); at 1024^3, one block an
-// SM, it gains ~9 %.
+// hide each other's loads, so this gains little over step 4 (3.02 against 3.10 ms); at 1024^3, one
+// block an SM, ~20 %.
 #pragma once
 #include "lessons/06_tiled_gemm/parts.cuh"
 
@@ -27,6 +27,7 @@ __global__ void __launch_bounds__(lesson06::kThreads, 2) gemm_double_buffer(less
   tile.store(as[0], bs[0]);
   __syncthreads();
   int stage = 0;
+#pragma unroll 2  // constant stage addresses in each copy: no spill under the 128-register cap
   for (int k0 = 0; k0 < p.k; k0 += kBK) {
     const bool more = k0 + kBK < p.k;
     if (more) tile.load(p, p.k);  // tile k+1 into registers: in flight during the FMAs below

@@ -21,6 +21,9 @@ __global__ void __launch_bounds__(kThreads, 2) gemm_double_buffer(Problem p) {
   tile.store(as[0], bs[0]);
   __syncthreads();
   int stage = 0;
+// Unrolled by two, each copy names its stages by constants: no registers for the stage addresses, which
+// under the 128-register cap of two blocks an SM would spill (ptxas: 20 bytes) inside the loop.
+#pragma unroll 2
   for (int k0 = 0; k0 < p.k; k0 += kBK) {
     const bool more = k0 + kBK < p.k;
     if (more) tile.load(p, p.k);
