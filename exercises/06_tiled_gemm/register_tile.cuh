@@ -3,7 +3,7 @@
 // The kernel and launcher below are lesson 06's step 2: a 32x32 block of threads stages 32x32 tiles
 // of A and B in shared memory and each thread computes ONE output, so every FMA costs two
 // shared-memory loads. It is right, but the grader finds it about half as fast as the solution
-// (step 3: 8.2 ms against 15.5 ms at 4096^3 on the H100), below the bar of 80 % of its speed.
+// (step 3: 7.9 ms against 15.6 ms at 4096^3 on the H100), below the bar of 80 % of its speed.
 //
 // Given (lessons/06_tiled_gemm/parts.cuh): the block tile kBM x kBN x kBK = 128 x 128 x 16, kThreads
 // = 256, the thread tile kTM x kTN = 8 x 8, tile_grid(p, bm, bn) (one block per bm x bn tile of D),
