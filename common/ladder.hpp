@@ -1,6 +1,6 @@
 // The ladder driver every lesson's executable uses. A lesson hands it a table of steps, the options
 // that choose its shape, and a function that runs the chosen steps on one shape; the driver does the
-// rest once for all lessons: --help, --list, --step, --reps, --csv, --sweep, --no-check, --dtype,
+// rest once for all lessons: --help, --list, --step, --reps, --csv, --sweep, --no-check, --profile, --dtype,
 // validating every option before any GPU work, the device and limit lines, and the CSV.
 //
 // The measure loop (ladder_main, run_steps, measure_steps), in short:
@@ -182,8 +182,9 @@ void print_usage(const Lesson<Launch, Shape>& l) {
   std::printf("lesson%s - %s\n\nusage: lesson%s", l.id, l.title, l.id);
   for (const auto& o : l.options)
     std::printf(" [--%s%s]", o.name, o.kind == Option::flag ? "" : o.kind == Option::size ? " N" : " X");
-  std::printf(" [--dtype %s] [--step I|name] [--reps R] [--csv FILE] [--sweep] [--no-check] [--list] [--help]\n\n",
-              dtypes.c_str());
+  std::printf(
+      " [--dtype %s] [--step I|name] [--reps R] [--csv FILE] [--sweep] [--no-check] [--profile] [--list] [--help]\n\n",
+      dtypes.c_str());
   for (const auto& o : l.options) {
     const std::string flag = std::string(o.name) + (o.kind == Option::size ? " N" : o.kind == Option::text ? " X" : "");
     std::printf("  --%-10s %s\n", flag.c_str(), o.help);
@@ -196,6 +197,10 @@ void print_usage(const Lesson<Launch, Shape>& l) {
   std::printf("  --%-10s append one row per step to FILE (schema shared by all lessons)\n", "csv FILE");
   std::printf("  --%-10s %s\n", "sweep", l.sweep_help);
   std::printf("  --%-10s skip the comparison with the reference (for profilers)\n", "no-check");
+  std::printf(
+      "  --%-10s run each step once between cudaProfilerStart/Stop, timing nothing (for\n"
+      "  %-12s ncu --profile-from-start off, as scripts/profile.sh does)\n",
+      "profile", "");
   std::printf("  --%-10s print the steps and exit\n  --%-10s print this and exit\n\n", "list", "help");
   std::printf("%s%sExit codes: 0 ok, 1 a step FAILED its check or a CUDA error, 2 bad input, 77 no GPU.\n", l.notes,
               *l.notes ? "\n" : "");
@@ -311,6 +316,7 @@ int ladder_main(const Lesson<Launch, Shape>& l, int argc, char** argv) {
   const auto csv_path = cli.text("csv");
   args.sweep = cli.flag("sweep");
   const bool check = !cli.flag("no-check");
+  const bool profile = cli.flag("profile");
   args.dtype = cli.choice("dtype", l.dtypes[0], l.dtypes);
   for (const auto& o : l.options) {
     if (o.kind == Option::size) {
@@ -334,6 +340,7 @@ int ladder_main(const Lesson<Launch, Shape>& l, int argc, char** argv) {
     print_steps(l.steps);
     return 0;
   }
+  if (profile && csv_path) throw UsageError("--profile times nothing: drop --csv");
   if (csv_path) CsvFile::check(*csv_path);
   double most = 0, most_host = 0;
   for (const auto& sh : shapes) {
@@ -357,6 +364,7 @@ int ladder_main(const Lesson<Launch, Shape>& l, int argc, char** argv) {
   if (l.legend) std::printf("%s\n", l.legend(args).c_str());
 
   Timer timer(dev);
+  timer.profile_only(profile);
   Context<Launch> cx{l.steps, chosen, args, dev, limits, timer, check, reps, l.slow_ms, l.warmup_ms};
   std::vector<Row> all;
   for (const auto& sh : shapes) {

@@ -3,7 +3,11 @@
 // the launch gap are captured once into a CUDA graph and replayed, so that the time is the
 // GPU's work and not the CPU's launch cost.
 #pragma once
+#include <cuda_profiler_api.h>
+
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "common/buffer.cuh"
@@ -83,11 +87,17 @@ class Timer {
 
   cudaStream_t stream() const { return stream_; }
 
+  // --profile: time() runs the step once between cudaProfilerStart and cudaProfilerStop (what
+  // `ncu --profile-from-start off` profiles) and measures nothing; the row's times are NaN.
+  void profile_only(bool on) { profile_ = on; }
+  bool profiling() const { return profile_; }
+
   // `launch(stream)` enqueues the step's whole work (memsets and kernels) on the given stream.
   // Call it after one untimed run of the step (its correctness check), which loaded the module
   // and let libraries allocate their workspace.
   template <class Launch>
   Timing time(Launch&& launch, const TimingOptions& opt) {
+    if (profile_) return profiled(launch);
     if (opt.warmup_ms > 0) warm_up(launch, opt.warmup_ms);
     const double first = once([&] { launch(stream_); });
     Timing t;
@@ -113,6 +123,18 @@ class Timer {
   }
 
  private:
+  template <class Launch>
+  Timing profiled(Launch&& launch) {
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    CUDA_CHECK(cudaProfilerStart());
+    launch(stream_);
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    CUDA_CHECK(cudaProfilerStop());
+    Timing t;
+    t.ms = Summary{NAN, NAN, NAN, 0};
+    return t;
+  }
+
   // Launches the step until `ms` of GPU time have passed, in batches of 8 between waits.
   template <class Launch>
   void warm_up(Launch&& launch, double ms) {
@@ -146,6 +168,7 @@ class Timer {
   DeviceBuffer<float> sink_;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  bool profile_ = false;
 };
 
 // Times a step whose check passed and stores the result in its row; a FAILED row keeps no time.
@@ -155,6 +178,10 @@ void time_if_ok(Timer& timer, Row& row, Launch&& launch, const TimingOptions& op
   const Timing t = timer.time(launch, opt);
   row.ms = t.ms;
   row.graph = t.graph;
+  // What scripts/profile.sh files the profiled kernels under (the step's row of a timed run).
+  if (timer.profiling())
+    std::printf("profiled: step %s, name %s, dtype %s, shape %s\n", row.step.c_str(), row.name.c_str(),
+                row.dtype.c_str(), row.shape.c_str());
 }
 
 }  // namespace kl

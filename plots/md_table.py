@@ -14,17 +14,22 @@ def table(rows, shape):
     lib = next((r for r in rows if r["step"] == "lib" and not klplot.failed(r)), None)
     gb = any(not math.isnan(r["gbps"]) for r in rows)
     unit = "GB/s" if gb else "TFLOP/s"
-    out = [f"| step | name | ms (median) | min – max | {unit} | % of limit | × step 1 | × library | error |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    out = [f"| step | name | ms (median) | min – max | {unit} | % of limit | × previous | × step 1 | × library | error |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    previous = None  # the numbered step before this one that has a time: "× previous" is what a step gained
     for r in rows:
         if klplot.failed(r):
-            out.append(f"| {r['step']} | {r['name']} | FAILED | | | | | | {r['max_rel_err']:.1e} |")
+            out.append(f"| {r['step']} | {r['name']} | FAILED | | | | | | | {r['max_rel_err']:.1e} |")
             continue
         rate = r["gbps"] if gb else r["tflops"]
         ratio = lambda ref: f"{ref['ms_median'] / r['ms_median']:.3g}" if ref else "–"  # noqa: E731
         err = "" if math.isnan(r["max_rel_err"]) else f"{r['max_rel_err']:.1e}"
+        numbered = r["step"].isdigit()
         out.append(f"| {r['step']} | {r['name']} | {r['ms_median']:.4g} | {r['ms_min']:.4g} – {r['ms_max']:.4g} | "
-                   f"{rate:.4g} | {r['pct_of_limit']:.1f}% | {ratio(first)} | {ratio(lib)} | {err} |")
+                   f"{rate:.4g} | {r['pct_of_limit']:.1f}% | {ratio(previous) if numbered else '–'} | {ratio(first)} | "
+                   f"{ratio(lib)} | {err} |")
+        if numbered:
+            previous = r
     return "\n".join(out)
 
 

@@ -66,7 +66,24 @@ and a SHAPES entry ending in `*` a prefix match (n=2*). FIELD, fmt, dtype= and r
 value; each row picked must be the only one of its step and shape (else give dtype= or LABEL/NAME) and
 must not have FAILED, and a named step or shape entry that picks no row is an error (file:line).
 rows=all takes every row written, not only the latest of each step and shape: the spread of the copy
-rows of all the runs in a CSV (`<!-- range CSV copy * rows=all gbps -->`); it quotes no ratio."""
+rows of all the runs in a CSV (`<!-- range CSV copy * rows=all gbps -->`); it quotes no ratio.
+
+The profiler's counters (scripts/profile.sh's results/<gpu>/profile/lessonNN.csv, its rows at the
+default shape) as a table, one row per kernel:
+
+    <!-- profile results/h100/profile/lesson06.csv -->
+    ...generated...
+    <!-- /profile -->
+
+and one counter quoted in prose (inline, like a value):
+
+    <!-- counter results/h100/profile/lesson06.csv 4 smem_conflicts fmt=3sig -->16.4 M<!-- /counter -->
+    <!-- counter PROFILE_CSV STEP COLUMN [kernel=K] [fmt=F] -->...generated...<!-- /counter -->
+
+STEP a step label or name; COLUMN one of the profile CSV's (plots/profile_table.py lists them; a stall
+reason's share: stall1_share ...); kernel=K, the kernel's index among the step's (0 first), where the step
+launched several. Counts get an SI prefix (16.4 M), shares are shown in %, fmt as for a value (default
+3sig)."""
 import difflib
 import functools
 import math
@@ -84,6 +101,8 @@ BLOCK = re.compile(r"(<!-- table (\S+) (\S+)((?: \w+=\S+)*) -->\n)(.*?)(<!-- /ta
 LADDER = re.compile(r"(<!-- ladder (\S+) -->\n)(.*?)(<!-- /ladder -->)", re.S)
 VALUE = re.compile(r"(<!-- value\s((?:(?!-->).)*?)\s*-->)([^<\n]*)(<!-- /value -->)", re.S)
 RANGE = re.compile(r"(<!-- range\s((?:(?!-->).)*?)\s*-->)([^<\n]*)(<!-- /range -->)", re.S)
+PROFILE = re.compile(r"(<!-- profile (\S+) -->\n)(.*?)(<!-- /profile -->)", re.S)
+COUNTER = re.compile(r"(<!-- counter\s((?:(?!-->).)*?)\s*-->)([^<\n]*)(<!-- /counter -->)", re.S)
 DEFAULT_FMT = {"ms_median": "4sig", "ms_min": "4sig", "ms_max": "4sig", "gbps": "4sig", "tflops": "3sig",
                "pct_of_limit": ".0f", "max_rel_err": ".1e", "limit_ms": "3sig", "limit_gbps": "4sig",
                "limit_tflops": "3sig", "over_limit": "2sig"}
@@ -384,6 +403,83 @@ def value_range(tokens):
     return lo if lo == hi else f"{lo}–{hi}"
 
 
+@functools.lru_cache(maxsize=None)
+def profile_rows(csv_path):
+    """scripts/profile.sh's rows at the lesson's default shape (no extra args)."""
+    import csv
+
+    path = os.path.join(ROOT, csv_path)
+    if not os.path.exists(path):
+        raise MarkerError(f"no {csv_path} (scripts/profile.sh writes it)")
+    with open(path, newline="") as f:
+        return [r for r in csv.DictReader(f) if not r["args"]]
+
+
+def microseconds(us):
+    """26120.4 -> "26,120"; 68.42 -> "68.4"."""
+    return f"{us:,.0f}" if us >= 1000 else f"{us:.3g}"
+
+
+def profile_table(csv_path):
+    """One row per kernel of each step: time, DRAM throughput, L2 hit rate, occupancy, registers, issue
+    slots, the busiest pipe, and the top stall reason with its share of the stall cycles."""
+    out = ["| step | kernel | µs | DRAM % of peak | L2 hit % | occupancy % | registers | issue slots % | "
+           "FMA / tensor / MUFU pipe % | top stall (share) |", "|---|---|" + "---:|" * 7 + "---|"]
+    for r in profile_rows(csv_path):
+        if not r["kernel"]:
+            out.append(f"| {r['step']} {r['name']} | {r['note'] or 'no kernel'} |" + " |" * 8)
+            continue
+        kernel = r["kernel"] if len(r["kernel"]) <= 40 else r["kernel"][:37] + "…"
+        pct = lambda c: f"{float(r[c]):.0f}" if r[c] else "–"  # noqa: E731
+        pipes = " / ".join(pct(c) for c in ("fma_pct", "tensor_pct", "mufu_pct"))
+        stall = f"{r['stall1']} ({float(r['stall1_share']):.0%})" if r["stall1"] else "–"
+        out.append(f"| {r['step']} {r['name']} | `{kernel.replace('|', '/')}` | {microseconds(float(r['duration_us']))} | "
+                   f"{pct('dram_pct_of_peak')} | {pct('l2_hit_pct')} | {pct('occupancy_pct')} | {r['registers']} | "
+                   f"{pct('issue_pct')} | {pipes} | {stall} |")
+    return "\n".join(out)
+
+
+def render_profile(match):
+    return match.group(1) + profile_table(match.group(2)) + "\n" + match.group(4)
+
+
+def counter(tokens):
+    """The text of one counter marker: PROFILE_CSV STEP COLUMN [kernel=K] [fmt=F]."""
+    positional = [t for t in tokens if "=" not in t]
+    options = dict(t.split("=", 1) for t in tokens if "=" in t)
+    if len(positional) != 3 or set(options) - {"kernel", "fmt"}:
+        raise MarkerError("a counter marker reads PROFILE_CSV STEP COLUMN [kernel=K] [fmt=F]")
+    csv_path, step, column = positional
+    rows = [r for r in profile_rows(csv_path) if step in (r["step"], r["name"]) and r["kernel"]]
+    if not rows:
+        raise MarkerError(f"{csv_path} has no profiled kernel of step {step}")
+    if "kernel" not in options and len(rows) > 1:
+        raise MarkerError(f"step {step} launched {len(rows)} kernels: name one with kernel=0..{len(rows) - 1}")
+    k = int(options.get("kernel", 0))
+    if not 0 <= k < len(rows):
+        raise MarkerError(f"step {step} has no kernel {k} (it has {len(rows)})")
+    if column not in rows[k]:
+        raise MarkerError(f"unknown column {column} of {csv_path}")
+    text = rows[k][column]
+    try:
+        v = float(text)
+    except ValueError:
+        return text  # a name: a stall reason, a kernel
+    if math.isnan(v):
+        raise MarkerError(f"step {step} has no {column} (ncu did not measure it)")
+    if column.endswith("_share"):
+        return format_value(100 * v, options.get("fmt", ".0f")) + " %"
+    fmt = options.get("fmt", "3sig")
+    for scale, prefix in ((1e9, " G"), (1e6, " M"), (1e3, " k")):
+        if abs(v) >= scale and not column.endswith("_pct"):
+            return format_value(v / scale, fmt) + prefix
+    return format_value(v, fmt)
+
+
+def render_counter(match):
+    return match.group(1) + counter(match.group(2).split()) + match.group(4)
+
+
 def render_value(match):
     return match.group(1) + value(match.group(2).split()) + match.group(4)
 
@@ -392,10 +488,12 @@ def render_range(match):
     return match.group(1) + value_range(match.group(2).split()) + match.group(4)
 
 
-INLINE = {render_value: "value", render_range: "range"}
+INLINE = {render_value: "value", render_range: "range", render_counter: "counter"}
 USAGE = {"value": "CSV STEP SHAPE [dtype=D] [rows=first] FIELD [fmt=F]",
-         "range": "CSV STEPS SHAPES [dtype=D] [rows=first|all] FIELD [fmt=F]"}
-BLOCKS = ((BLOCK, render), (LADDER, render_ladder), (VALUE, render_value), (RANGE, render_range))
+         "range": "CSV STEPS SHAPES [dtype=D] [rows=first|all] FIELD [fmt=F]",
+         "counter": "PROFILE_CSV STEP COLUMN [kernel=K] [fmt=F]"}
+BLOCKS = ((BLOCK, render), (LADDER, render_ladder), (VALUE, render_value), (RANGE, render_range),
+          (PROFILE, render_profile), (COUNTER, render_counter))
 
 
 def filled(path, text):
@@ -404,7 +502,7 @@ def filled(path, text):
     matches = sorted(((m, fill) for pattern, fill in BLOCKS for m in pattern.finditer(text)),
                      key=lambda mf: mf[0].start())
     inline = {m.start() for m, fill in matches if fill in INLINE}
-    for opening in re.finditer(r"<!-- (value|range)\b", text):
+    for opening in re.finditer(r"<!-- (value|range|counter)\b", text):
         if opening.start() not in inline:
             line, kind = text.count("\n", 0, opening.start()) + 1, opening.group(1)
             sys.exit(f"readme_tables: {path}:{line}: a {kind} marker without its number and <!-- /{kind} --> on the "
@@ -430,7 +528,7 @@ def stale_tables(path, text):
     for line, match, new in filled(path, text):
         old = match.group(0)
         if new != old:
-            if match.re in (VALUE, RANGE):
+            if match.re in (VALUE, RANGE, COUNTER):
                 diff = [f"-{match.group(3)}", f"+{new[len(match.group(1)):-len(match.group(4))]}"]
             else:
                 diff = difflib.unified_diff(old.splitlines(), new.splitlines(), "README", "CSV", n=0, lineterm="")
@@ -443,6 +541,7 @@ def main(paths, check=False):
     """Regenerates the tables and values in `paths`; with check=True changes nothing and returns 1 if one is stale."""
     stale = 0
     rows_of.cache_clear()  # a run reads the CSVs as they are now
+    profile_rows.cache_clear()
     for path in paths:
         with open(path) as f:
             text = f.read()

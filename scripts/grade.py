@@ -9,7 +9,8 @@ runs at least 80 % of the solution's speed in the same process (exercises/NN_nam
 common/grade.cuh decide; this script runs them and reads their verdicts from the grading channel of
 common/grade_channel.hpp, which the graded code cannot forge). Verdicts: PASS with the speed against
 the solution; FAIL with the first failing case, what was expected, and a hint from
-exercises/NN_name/exercises.json; NOT GRADED: no GPU (or: needs sm_90a, for lessons 08 and 09 on
+exercises/NN_name/exercises.json, and, when it is right but too slow and Nsight Compute can read the
+GPU's counters, the three profiler quantities that differ most from the solution's; NOT GRADED: no GPU (or: needs sm_90a, for lessons 08 and 09 on
 another GPU). Parts that need no GPU (test cases outside the "gpu" suite) are graded on the CPU.
 
 A class (--submissions): each student's files are checked (scripts/grade_lint.py), copied into a
@@ -43,6 +44,9 @@ import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import grade_lint  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "plots"))
+import profile_table  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BAR = 0.8
@@ -388,11 +392,41 @@ def grade_one(ex, exe, box, cpu_only, impl="exercise"):
     out.update(ratio=f"{ratio:.2f}", ms=f"{ms:.4f}", solution_ms=f"{sol:.4f}")
     times = f"{ms:.4g} ms against the solution's {sol:.4g} ms"
     if not ratio >= BAR:
-        return fail(f"right, but {ratio:.2f}x the solution's speed ({times}); the bar is {BAR:.2f}x", "speed")
+        fail(f"right, but {ratio:.2f}x the solution's speed ({times}); the bar is {BAR:.2f}x", "speed")
+        out["diagnosis"] = diagnose(ex, exe, box)
+        return out
     if gpu.returncode != 0 or told["end"] != 0:
         return fail(first_doctest_error(gpu.out) or f"exit {gpu.returncode}")
     out.update(verdict="PASS", detail=f"{ratio:.2f}x the solution's speed ({times})")
     return out
+
+
+def diagnose(ex, exe, box):
+    """Why a right but slow submission is slow, as the hardware saw it: its kernels and the solution's,
+    each run once under Nsight Compute at the timed size (KL_GRADE_PROFILE, common/grade.cuh), and the
+    three quantities that differ most (plots/profile_table.py). Lines to print after the verdict; one
+    line saying why when the profiler cannot run (no ncu, or no permission to read the counters)."""
+    ncu = shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if os.access(p, os.X_OK)), None)
+    if not ncu:
+        return ["diagnosis skipped: no ncu (Nsight Compute, in the CUDA Toolkit's bin/) on the PATH"]
+    metrics = profile_table.ncu_metrics(ncu)
+    if not metrics:
+        return ["diagnosis skipped: ncu --query-metrics lists none of scripts/ncu_metrics.txt (no GPU it knows?)"]
+    sides = {}
+    for side in ("mine", "solution"):
+        cmd = [ncu, "--profile-from-start", "off", "--clock-control", "none", "--csv", "--page", "raw",
+               "--print-units", "base", "--metrics", metrics, exe, "--gpu", f"-tc=exercise {ex['id']}*"]
+        r = run(cmd, box, timeout("GPU", 600), env={"KL_GRADE_PROFILE": side})
+        if "ERR_NVGPUCTRPERM" in r.out:
+            return ["diagnosis skipped: ncu may not read the GPU's counters here (ERR_NVGPUCTRPERM; as root, or "
+                    "with the driver option NVreg_RestrictProfilingToAdminUsers=0, it can)"]
+        launches = profile_table.parse_raw(r.out)[4]
+        if r.timed_out or not launches:
+            return [f"diagnosis skipped: ncu profiled no kernel of the {'submission' if side == 'mine' else side}"
+                    f" (exit {r.returncode}{', timed out' if r.timed_out else ''})"]
+        sides[side] = profile_table.combined([profile_table.kernel_row("", "", "", "", "", m) for m in launches])
+    lines = profile_table.differences(sides["mine"], sides["solution"])[:3]
+    return ["the profiler (ncu, at the timed size), yours vs the solution's:"] + [f"  {line}" for line in lines]
 
 
 def has_gpu():
@@ -408,6 +442,8 @@ def print_verdict(ex, v):
     print(f"{head}{word} {v['detail']}".rstrip(), flush=True)
     if v["verdict"] == "FAIL" and v.get("hint"):
         print(f"{'':{len(head)}}hint: {v['hint']}", flush=True)
+    for line in v.get("diagnosis", []):
+        print(f"{'':{len(head)}}{line}", flush=True)
 
 
 def verdict_fail(detail):

@@ -271,6 +271,54 @@ class Sandbox(unittest.TestCase):
         self.assertNotIn("KL_SANITIZE", r.out)
 
 
+class Diagnosis(unittest.TestCase):
+    """grade.diagnose with a stand-in ncu that prints the committed raw profiles of lesson 06's steps 2
+    (as the submission) and 3 (as the solution), and with no ncu at all."""
+
+    EX = {"id": "06.2"}
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, self.tmp)
+        self.box = grade.Sandbox([], False, 60, 4 * grade.GiB)
+
+    def stand_in(self, body):
+        path = os.path.join(self.tmp, "ncu")
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\n" + body)
+        os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+        old = os.environ["PATH"]
+        os.environ["PATH"] = self.tmp + os.pathsep + old
+        self.addCleanup(os.environ.__setitem__, "PATH", old)
+
+    def test_the_slower_sides_quantities(self):
+        sample = os.path.join(ROOT, "plots", "tests", "profile_sample")
+        self.stand_in('if [ "$1" = --query-metrics ]; then echo "gpu__time_duration Counter ns t"; '
+                      'echo "dram__bytes_read Counter byte r"; echo "dram__bytes_write Counter byte w"; '
+                      'echo "sm__pipe_fma_cycles_active Counter cycle f"; exit 0; fi\n'
+                      f'case $KL_GRADE_PROFILE in mine) cat {sample}/06_2_smem_tiles.txt ;; '
+                      f'solution) cat {sample}/06_3_register_tile.txt ;; esac\n')
+        lines = grade.diagnose(self.EX, "/bin/true", self.box)
+        self.assertEqual(lines[0], "the profiler (ncu, at the timed size), yours vs the solution's:")
+        self.assertEqual(len(lines), 4)
+        self.assertTrue(lines[1].strip().startswith("DRAM traffic: 8.4"), lines)
+
+    def test_no_counters(self):
+        self.stand_in('if [ "$1" = --query-metrics ]; then echo "gpu__time_duration Counter ns t"; exit 0; fi\n'
+                      'echo "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission"; exit 1\n')
+        self.assertIn("ERR_NVGPUCTRPERM", grade.diagnose(self.EX, "/bin/true", self.box)[0])
+
+    def test_no_ncu(self):
+        old = os.environ["PATH"]
+        os.environ["PATH"] = self.tmp
+        self.addCleanup(os.environ.__setitem__, "PATH", old)
+        real = os.access
+        grade.os.access = lambda p, m: False if p.endswith("/ncu") else real(p, m)
+        self.addCleanup(setattr, grade.os, "access", real)
+        self.assertEqual(grade.diagnose(self.EX, "/bin/true", self.box),
+                         ["diagnosis skipped: no ncu (Nsight Compute, in the CUDA Toolkit's bin/) on the PATH"])
+
+
 class Harness(unittest.TestCase):
     """common/grade_channel.hpp in a real test binary (common_test, its path in KL_COMMON_TEST)."""
 
@@ -297,5 +345,5 @@ if __name__ == "__main__":
             sys.exit(77)
         suite = unittest.defaultTestLoader.loadTestsFromTestCase(Sandbox)
     else:
-        suite = unittest.TestSuite(unittest.defaultTestLoader.loadTestsFromTestCase(c) for c in (Lint, Channel, Names, FreshCopy))
+        suite = unittest.TestSuite(unittest.defaultTestLoader.loadTestsFromTestCase(c) for c in (Lint, Channel, Names, FreshCopy, Diagnosis))
     sys.exit(0 if unittest.TextTestRunner(verbosity=2).run(suite).wasSuccessful() else 1)
