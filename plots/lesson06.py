@@ -86,6 +86,26 @@ def awkward(rows, ours="6"):
     return out
 
 
+def sweep_axes(lines, peak, peak_label, bars, size):
+    """A sweep figure of `size` (width, height), its left panel drawn: TFLOP/s vs M = N = K, one line per
+    (step, name) of `lines`, the references dashed, the peak dotted. With `bars`, a narrower right panel
+    is left for the other shapes. Returns (figure, right panel or None); lesson 08 draws its sweep so too."""
+    fig, axes = klplot.plt.subplots(1, 2 if bars else 1, figsize=size, squeeze=False,
+                                    gridspec_kw={"width_ratios": [3, 2]} if bars else None)
+    ax = axes[0][0]
+    for (step, name), pts in sorted(lines.items()):
+        ax.plot(*zip(*pts), "--" if step in REFERENCES else "-", marker="o", markersize=3, label=f"{step}: {name}")
+    if not math.isnan(peak):
+        ax.axhline(peak, color="tab:red", linestyle=":", label=peak_label)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("M = N = K")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=7)
+    ax.set_title("square sizes")
+    return fig, axes[0][1] if bars else None
+
+
 def sweep_figure(rows, path):
     """Left: TFLOP/s vs M = N = K for the later steps, cuBLAS and PyTorch (dashed), peak dotted.
     Right: step 6 against cuBLAS at the awkward shapes."""
@@ -93,22 +113,8 @@ def sweep_figure(rows, path):
     if not lines:
         return None
     odd = awkward(rows)
-    peak = peak_tflops(rows)
-    fig, axes = klplot.plt.subplots(1, 2 if odd else 1, figsize=(13 if odd else 8, 4.8), squeeze=False,
-                                    gridspec_kw={"width_ratios": [3, 2]} if odd else None)
-    ax = axes[0][0]
-    for (step, name), pts in sorted(lines.items()):
-        ax.plot(*zip(*pts), "--" if step in REFERENCES else "-", marker="o", markersize=3, label=f"{step}: {name}")
-    if not math.isnan(peak):
-        ax.axhline(peak, color="tab:red", linestyle=":", label="FP32 peak")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("M = N = K")
-    ax.set_ylabel("TFLOP/s")
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize=7)
-    ax.set_title("square sizes")
+    fig, bx = sweep_axes(lines, peak_tflops(rows), "FP32 peak", odd, (13 if odd else 8, 4.8))
     if odd:
-        bx = axes[0][1]
         xs = range(len(odd))
         bx.bar([x - 0.2 for x in xs], [o[1] for o in odd], width=0.4, label="step 6: warp_tiled", color="tab:blue")
         bx.bar([x + 0.2 for x in xs], [o[2] for o in odd], width=0.4, label="cuBLAS", color="tab:gray")

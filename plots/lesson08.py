@@ -1,14 +1,13 @@
 """Lesson 08 figures: TFLOP/s per step at the default shape (8192³ bf16) with the cuBLAS and limit lines
 (lesson 06's bar chart), and the sweep: TFLOP/s vs M = N = K for every step, cuBLAS and PyTorch, and the
 best step against cuBLAS at the language-model shapes and the fused epilogue."""
-import math
 import os
 
 import klplot
 import lesson06
 
 DEFAULT_SHAPE = "MxNxK=8192x8192x8192"  # lesson08's default
-REFERENCES = ("lib", "pytorch", "pytorch_epilogue")
+REFERENCES = lesson06.REFERENCES  # the library and PyTorch rows, drawn dashed
 
 
 def dims(shape):
@@ -53,22 +52,9 @@ def sweep_figure(rows, path):
     if not lines:
         return None
     odd = others(rows)
-    peak = lesson06.peak_tflops(rows)
-    fig, axes = klplot.plt.subplots(1, 2 if odd else 1, figsize=(14 if odd else 8, 5), squeeze=False,
-                                    gridspec_kw={"width_ratios": [3, 2]} if odd else None)
-    ax = axes[0][0]
-    for (step, name), pts in sorted(lines.items()):
-        ax.plot(*zip(*pts), "--" if step in REFERENCES else "-", marker="o", markersize=3, label=f"{step}: {name}")
-    if not math.isnan(peak):
-        ax.axhline(peak, color="tab:red", linestyle=":", label="limit: cuBLAS f16 8192³")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("M = N = K")
-    ax.set_ylabel("TFLOP/s")
-    ax.set_ylim(bottom=0)
-    ax.legend(fontsize=7)
-    ax.set_title("square sizes")
+    fig, bx = lesson06.sweep_axes(lines, lesson06.peak_tflops(rows), "limit: cuBLAS f16 8192³", odd,
+                                  (14 if odd else 8, 5))
     if odd:
-        bx = axes[0][1]
         xs = range(len(odd))
         bx.bar([x - 0.2 for x in xs], [o[1]["tflops"] for o in odd], width=0.4, label="best step", color="tab:blue")
         bx.bar([x + 0.2 for x in xs], [o[2]["tflops"] for o in odd], width=0.4, label="cuBLAS (Lt with an epilogue)",

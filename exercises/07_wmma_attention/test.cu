@@ -19,7 +19,6 @@
 #include <string>
 #include <vector>
 
-#include "common/buffer.cuh"
 #include "common/check.cuh"
 #include "common/device.cuh"
 #include "common/grade.cuh"
@@ -61,33 +60,17 @@ using TileKernel = void (*)(Problem);
 struct Case {
   std::string name;
   Problem p;
-  std::vector<float> q, k, v;
+  lesson07::HostQkv in;
   std::vector<double> ref;
 };
 
-std::vector<float> rounded(std::vector<float> x) {
-  for (auto& e : x) e = __half2float(__float2half_rn(e));
-  return x;
-}
-
-std::vector<__half> to_halves(const std::vector<float>& x) {
-  std::vector<__half> h(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) h[i] = __float2half_rn(x[i]);
-  return h;
-}
-
 // Q, K and V uniform in [-sqrt 3, sqrt 3) (variance 1), as the lesson's tests draw them.
 Case random_case(std::string name, Problem p, std::uint64_t seed) {
-  const auto n = static_cast<std::size_t>(p.elements());
-  Case c{std::move(name), p};
-  c.q = rounded(kl::uniform_floats(n, -1.7320508, 1.7320508, seed));
-  c.k = rounded(kl::uniform_floats(n, -1.7320508, 1.7320508, seed + 1));
-  c.v = rounded(kl::uniform_floats(n, -1.7320508, 1.7320508, seed + 2));
-  return c;
+  return Case{std::move(name), p, lesson07::test_inputs(p, seed)};
 }
 
 Case with_reference(Case c) {
-  c.ref = lesson07::reference(c.q, c.k, c.v, c.p);
+  c.ref = lesson07::reference(c.in.q, c.in.k, c.in.v, c.p);
   return c;
 }
 
@@ -96,12 +79,7 @@ Case with_reference(Case c) {
 kl::grade::Failure first_wrong_row(const Case& c, const std::vector<__half>& o) {
   const int d = c.p.dim;
   for (std::int64_t row = 0; row < c.p.rows(); ++row) {
-    double worst = 0;
-    for (int j = 0; j < d; ++j) {
-      const double got = __half2float(o[row * d + j]), want = c.ref[row * d + j];
-      const double e = std::fabs(got - want) / (std::fabs(want) + lesson07::kFloor);
-      worst = std::isnan(e) ? INFINITY : std::max(worst, e);
-    }
+    const double worst = lesson07::row_error(o, row, c.ref, static_cast<std::size_t>(row), d);
     if (worst > lesson07::kRel)
       return c.name + (c.p.dim == lesson07::kT ? ", tile " : ", head ") + std::to_string(row / c.p.seq) + " row " +
              std::to_string(row % c.p.seq) + ": error " + kl::grade::num(worst) + " (relative to |expected| + " +
@@ -112,17 +90,25 @@ kl::grade::Failure first_wrong_row(const Case& c, const std::vector<__half>& o) 
 
 // Runs `launch` on one case with the output poisoned (NaN) and checks every row.
 kl::grade::Failure run_case(Launch launch, const Case& c) {
-  const kl::DeviceBuffer<__half> q(to_halves(c.q)), k(to_halves(c.k)), v(to_halves(c.v));
-  kl::DeviceBuffer<__half> o(static_cast<std::size_t>(c.p.elements()));
-  o.poison();
-  Problem p = c.p;
-  p.q = q.data();
-  p.k = k.data();
-  p.v = v.data();
-  p.o = o.data();
-  launch(p, nullptr);
+  lesson07::DeviceQkvo d(c.in);
+  d.o.poison();
+  launch(d.on(c.p), nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
-  return first_wrong_row(c, o.download());
+  return first_wrong_row(c, d.o.download());
+}
+
+// Times `mine` against the solution on p, its Q, K, V drawn on the GPU from the seeds of `salt`
+// (DeviceQkvo::fill), then checks its O there against the solution's.
+kl::grade::Speed race(Problem p, std::uint64_t salt, Launch mine, Launch solution) {
+  if (kl::grade::sanitized()) return {};
+  lesson07::DeviceQkvo d(p);
+  d.fill(salt);
+  p = d.on(p);
+  const auto with = [&](Launch l) { return [&, l](cudaStream_t s) { l(p, s); }; };
+  return kl::grade::race(with(mine), with(solution), [&] {
+    const kl::grade::Failure f = kl::grade::same_as_solution(with(mine), with(solution), d.o, 2e-2, 2e-3);
+    return f.empty() ? f : "O's " + f;
+  });
 }
 
 kl::grade::Failure run_cases(Launch launch, const std::vector<Case>& cases) {
@@ -156,7 +142,7 @@ const std::vector<Case>& tile_cases() {
         with_reference(random_case(tiles_text(big.batch) + ", scores scaled by 1e3", big, kl::seed_for(7101))));
     Case ties = random_case(tiles_text(7) + ", Q = 0 (all 16 scores of a row equal)", lesson07::tile_problem(7),
                             kl::seed_for(7102));
-    std::fill(ties.q.begin(), ties.q.end(), 0.f);
+    std::fill(ties.in.q.begin(), ties.in.q.end(), 0.f);
     cs.push_back(with_reference(std::move(ties)));
     return cs;
   }();
@@ -170,22 +156,7 @@ kl::grade::Failure check_tiles() {
 
 // Times `mine` against the solution on 2^18 tiles, then checks its O there against the solution's.
 kl::grade::Speed race_tiles(Launch mine, Launch solution) {
-  if (kl::grade::sanitized()) return {};
-  Problem p = lesson07::tile_problem(std::int64_t{1} << 18);
-  const auto n = static_cast<std::size_t>(p.elements());
-  kl::DeviceBuffer<__half> q(n), k(n), v(n), o(n);
-  lesson07::fill_uniform(q.data(), p.elements(), kl::seed_for(7110), 1.7320508f);
-  lesson07::fill_uniform(k.data(), p.elements(), kl::seed_for(7111), 1.7320508f);
-  lesson07::fill_uniform(v.data(), p.elements(), kl::seed_for(7112), 1.7320508f);
-  p.q = q.data();
-  p.k = k.data();
-  p.v = v.data();
-  p.o = o.data();
-  const auto with = [&](Launch l) { return [&, l](cudaStream_t s) { l(p, s); }; };
-  return kl::grade::race(with(mine), with(solution), [&] {
-    const kl::grade::Failure f = kl::grade::same_as_solution(with(mine), with(solution), o, 2e-2, 2e-3);
-    return f.empty() ? f : "O's " + f;
-  });
+  return race(lesson07::tile_problem(std::int64_t{1} << 18), 7110, mine, solution);
 }
 
 // ---- 07.2: step 5's flash kernel -----------------------------------------------------------------
@@ -206,10 +177,10 @@ std::string flash_text(const Problem& p) {
 // sqrt(D) · j / S and every tile raises every row's max (the last key weighs the most).
 Case growing_case(Problem p, std::uint64_t seed) {
   Case c = random_case(flash_text(p) + ", scores growing along the keys", p, seed);
-  std::fill(c.q.begin(), c.q.end(), 1.f);
+  std::fill(c.in.q.begin(), c.in.q.end(), 1.f);
   for (std::int64_t row = 0; row < p.rows(); ++row)
-    for (int j = 0; j < p.dim; ++j) c.k[row * p.dim + j] = static_cast<float>(row % p.seq) / p.seq;
-  c.k = rounded(std::move(c.k));
+    for (int j = 0; j < p.dim; ++j) c.in.k[row * p.dim + j] = static_cast<float>(row % p.seq) / p.seq;
+  c.in.k = lesson07::f16_rounded(std::move(c.in.k));
   return c;
 }
 
@@ -254,22 +225,7 @@ kl::grade::Failure check_flash() {
 // Times `mine` against the solution at B x H x S x D = 4 x 8 x 2048 x 64, not causal, then checks its O
 // there against the solution's.
 kl::grade::Speed race_flash(Launch mine, Launch solution) {
-  if (kl::grade::sanitized()) return {};
-  Problem p = lesson07::flash_problem(4, 8, 2048, 64, false);
-  const auto n = static_cast<std::size_t>(p.elements());
-  kl::DeviceBuffer<__half> q(n), k(n), v(n), o(n);
-  lesson07::fill_uniform(q.data(), p.elements(), kl::seed_for(7230), 1.7320508f);
-  lesson07::fill_uniform(k.data(), p.elements(), kl::seed_for(7231), 1.7320508f);
-  lesson07::fill_uniform(v.data(), p.elements(), kl::seed_for(7232), 1.7320508f);
-  p.q = q.data();
-  p.k = k.data();
-  p.v = v.data();
-  p.o = o.data();
-  const auto with = [&](Launch l) { return [&, l](cudaStream_t s) { l(p, s); }; };
-  return kl::grade::race(with(mine), with(solution), [&] {
-    const kl::grade::Failure f = kl::grade::same_as_solution(with(mine), with(solution), o, 2e-2, 2e-3);
-    return f.empty() ? f : "O's " + f;
-  });
+  return race(lesson07::flash_problem(4, 8, 2048, 64, false), 7230, mine, solution);
 }
 
 }  // namespace

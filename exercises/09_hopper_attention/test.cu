@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/buffer.cuh"
@@ -226,38 +227,30 @@ void enqueue_overlap(const Problem& p, cudaStream_t s) {
   else p.causal ? OverlapWith<Sm, 128, true>::run(p, s) : OverlapWith<Sm, 128, false>::run(p, s);
 }
 
-// Inputs rounded to f16; `growing`: K's rows lean more and more towards Q's, so that a row's max grows
-// with every key tile (the case a missing rescale gets wrong).
-struct Attention {
-  std::vector<float> q, k, v;
-  kl::DeviceBuffer<__half> dq, dk, dv, o;
-};
-Attention attention_input(Problem& p, bool growing, std::uint64_t seed) {
-  Attention a;
+// Q, K, V uniform with unit variance from the seeds kl::seed_for(seed), (seed + 1) and (seed + 2),
+// rounded to f16; `growing`: K's rows lean more and more towards Q's, so that a row's max grows with
+// every key tile (the case a missing rescale gets wrong).
+lesson07::HostQkv attention_inputs(const Problem& p, bool growing, std::uint64_t seed) {
   const auto n = static_cast<std::size_t>(p.elements());
-  std::vector<float>* host[3] = {&a.q, &a.k, &a.v};
-  kl::DeviceBuffer<__half>* dev[3] = {&a.dq, &a.dk, &a.dv};
-  for (int i = 0; i < 3; ++i) {
-    auto x = kl::uniform_floats(n, -1.7320508, 1.7320508, kl::seed_for(seed + i));
-    if (growing && i == 1)
-      for (std::size_t j = 0; j < n; ++j) x[j] += 3.0f * static_cast<float>((j / p.dim) % p.seq) / p.seq;
-    if (growing && i == 0)
-      for (std::size_t j = 0; j < n; ++j) x[j] = 0.5f + 0.25f * x[j];
-    std::vector<__half> h(n);
-    for (std::size_t j = 0; j < n; ++j) {
-      h[j] = __float2half_rn(x[j]);
-      x[j] = __half2float(h[j]);
-    }
-    *host[i] = x;
-    dev[i]->upload(h);
+  std::vector<float> q = lesson07::unit_uniform(n, kl::seed_for(seed)),
+                     k = lesson07::unit_uniform(n, kl::seed_for(seed + 1)),
+                     v = lesson07::unit_uniform(n, kl::seed_for(seed + 2));
+  if (growing) {
+    for (std::size_t j = 0; j < n; ++j) k[j] += 3.0f * static_cast<float>((j / p.dim) % p.seq) / p.seq;
+    for (std::size_t j = 0; j < n; ++j) q[j] = 0.5f + 0.25f * q[j];
   }
-  a.o.resize(n);
-  p.q = a.dq.data();
-  p.k = a.dk.data();
-  p.v = a.dv.data();
-  p.o = a.o.data();
-  return a;
+  return {lesson07::f16_rounded(std::move(q)), lesson07::f16_rounded(std::move(k)),
+          lesson07::f16_rounded(std::move(v))};
 }
+
+// Those inputs on the CPU (for the reference) and on the GPU with O; p is pointed at the GPU's.
+struct Attention {
+  lesson07::HostQkv in;
+  lesson07::DeviceQkvo d;
+  Attention(Problem& p, bool growing, std::uint64_t seed) : in(attention_inputs(p, growing, seed)), d(in) {
+    p = d.on(p);
+  }
+};
 
 template <class Sm>
 kl::grade::Failure check_softmax() {
@@ -268,14 +261,12 @@ kl::grade::Failure check_softmax() {
       for (int seq : seqs)
         for (bool growing : {false, true}) {
           Problem p = lesson09::flash_problem(1, 2, seq, d, causal);
-          Attention a = attention_input(p, growing, 1000 * seq + d + causal);
-          a.o.poison();
+          Attention a(p, growing, 1000 * seq + d + causal);
+          a.d.o.poison();
           enqueue_overlap<Sm>(p, nullptr);
           CUDA_CHECK(cudaDeviceSynchronize());
-          const std::vector<double> ref = lesson09::reference(a.q, a.k, a.v, p);
-          std::vector<std::int64_t> rows(static_cast<std::size_t>(p.rows()));
-          for (std::size_t r = 0; r < rows.size(); ++r) rows[r] = static_cast<std::int64_t>(r);
-          const double err = lesson09::max_error(a.o.download(), ref, rows, d);
+          const std::vector<double> ref = lesson09::reference(a.in.q, a.in.k, a.in.v, p);
+          const double err = lesson09::max_error(a.d.o.download(), ref, lesson09::all_rows(p), d);
           if (!(err <= lesson09::kRel))
             return "S = " + std::to_string(seq) + ", D = " + std::to_string(d) + (causal ? ", causal" : "") +
                    (growing ? ", max growing along the keys" : ", random") + ": error " + kl::grade::num(err) +
@@ -290,11 +281,11 @@ template <class Mine>
 kl::grade::Speed race_softmax() {
   if (kl::grade::sanitized()) return {};
   Problem p = lesson09::flash_problem(16, 16, 4096, 128, false);
-  Attention a = attention_input(p, false, 7);
+  Attention a(p, false, 7);
   const auto mine = [&](cudaStream_t s) { enqueue_overlap<Mine>(p, s); };
   const auto solution = [&](cudaStream_t s) { enqueue_overlap<Softmax<struct solution_tag>>(p, s); };
   return kl::grade::race(mine, solution, [&] {
-    const kl::grade::Failure f = kl::grade::same_as_solution(mine, solution, a.o, 2e-2, 2e-3);
+    const kl::grade::Failure f = kl::grade::same_as_solution(mine, solution, a.d.o, 2e-2, 2e-3);
     return f.empty() ? f : "O's " + f;
   });
 }

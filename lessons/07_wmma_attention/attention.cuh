@@ -200,14 +200,13 @@ inline std::vector<kl::Row> run_shape(const Shape& shape, kl::Context<Launcher>&
   if (pc.chosen.empty()) return {};
   DeviceQkvo d(shape.second);
   const Problem p = d.on(shape.second);
-  fill_inputs(p, d.q.data(), d.k.data(), d.v.data());
+  fill_inputs(p, d);
   std::vector<std::int64_t> rows;
   std::vector<double> ref;
   if (cx.check) {
     if (part == Part::tile) {  // the whole output, in float64 on the CPU
       ref = reference(to_floats(d.q.download()), to_floats(d.k.download()), to_floats(d.v.download()), p);
-      rows.resize(static_cast<std::size_t>(p.rows()));
-      for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::int64_t>(i);
+      rows = all_rows(p);
     } else {
       rows = sample_rows(p);
       ref = reference_gpu(p, rows);

@@ -47,15 +47,6 @@ inline void fill_uniform(__half* x, std::int64_t n, std::uint64_t seed, float a)
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-// The inputs of a run: Q, K, V uniform with unit variance ([-sqrt(3), sqrt(3))), seeded by the shape.
-inline void fill_inputs(const Problem& p, __half* q, __half* k, __half* v) {
-  const std::uint64_t salt = static_cast<std::uint64_t>(p.batch) * 7919 + static_cast<std::uint64_t>(p.seq) * 131 +
-                             static_cast<std::uint64_t>(p.dim) + p.causal;  // 64-bit: S * 131 may pass INT_MAX
-  fill_uniform(q, p.elements(), kl::seed_for(salt), 1.7320508f);
-  fill_uniform(k, p.elements(), kl::seed_for(salt + 1), 1.7320508f);
-  fill_uniform(v, p.elements(), kl::seed_for(salt + 2), 1.7320508f);
-}
-
 inline std::vector<float> to_floats(const std::vector<__half>& h) {
   std::vector<float> f(h.size());
   for (std::size_t i = 0; i < h.size(); ++i) f[i] = __half2float(h[i]);
@@ -68,25 +59,34 @@ inline std::vector<__half> to_halves(const std::vector<float>& x) {
   return h;
 }
 
-// The tests' inputs (lessons 07 and 09): Q, K, V uniform with unit variance, drawn on the CPU and
-// already rounded to f16, so that the float64 reference sees exactly what the GPU reads.
+// Every value rounded to f16 and back: what the GPU reads, as the float64 reference must see it.
+inline std::vector<float> f16_rounded(std::vector<float> x) {
+  for (auto& e : x) e = __half2float(__float2half_rn(e));
+  return x;
+}
+
+// n values uniform with unit variance ([-sqrt(3), sqrt(3))), drawn on the CPU, not yet rounded.
+inline std::vector<float> unit_uniform(std::size_t n, std::uint64_t seed) {
+  return kl::uniform_floats(n, -1.7320508, 1.7320508, seed);
+}
+
+// The tests' inputs (lessons 07 and 09 and their exercises): Q, K, V uniform with unit variance from the
+// seeds seed, seed + 1 and seed + 2, already rounded to f16, so that the float64 reference sees exactly
+// what the GPU reads.
 struct HostQkv {
   std::vector<float> q, k, v;
 };
 
 inline HostQkv test_inputs(const Problem& p, std::uint64_t seed) {
-  const auto draw = [n = static_cast<std::size_t>(p.elements())](std::uint64_t s) {
-    std::vector<float> x = kl::uniform_floats(n, -1.7320508, 1.7320508, s);
-    for (auto& e : x) e = __half2float(__float2half_rn(e));
-    return x;
-  };
-  return {draw(seed), draw(seed + 1), draw(seed + 2)};
+  const auto n = static_cast<std::size_t>(p.elements());
+  return {f16_rounded(unit_uniform(n, seed)), f16_rounded(unit_uniform(n, seed + 1)),
+          f16_rounded(unit_uniform(n, seed + 2))};
 }
 
 // Q, K, V and O of one problem on the GPU (the executables' and the tests'); on(p) points p at them.
 struct DeviceQkvo {
   kl::DeviceBuffer<__half> q, k, v, o;
-  explicit DeviceQkvo(const Problem& p)  // O, and Q, K, V for fill_inputs
+  explicit DeviceQkvo(const Problem& p)  // O, and Q, K, V for fill
       : q(static_cast<std::size_t>(p.elements())), k(q.size()), v(q.size()), o(q.size()) {}
   explicit DeviceQkvo(const HostQkv& in) : q(to_halves(in.q)), k(to_halves(in.k)), v(to_halves(in.v)), o(q.size()) {}
   Problem on(Problem p) {
@@ -96,7 +96,22 @@ struct DeviceQkvo {
     p.o = o.data();
     return p;
   }
+  // Q, K, V uniform with unit variance, drawn on the GPU from the seeds kl::seed_for(salt), (salt + 1)
+  // and (salt + 2).
+  void fill(std::uint64_t salt) {
+    const auto n = static_cast<std::int64_t>(q.size());
+    lesson07::fill_uniform(q.data(), n, kl::seed_for(salt), 1.7320508f);
+    lesson07::fill_uniform(k.data(), n, kl::seed_for(salt + 1), 1.7320508f);
+    lesson07::fill_uniform(v.data(), n, kl::seed_for(salt + 2), 1.7320508f);
+  }
 };
+
+// The inputs of a run, seeded by the shape.
+inline void fill_inputs(const Problem& p, DeviceQkvo& d) {
+  const std::uint64_t salt = static_cast<std::uint64_t>(p.batch) * 7919 + static_cast<std::uint64_t>(p.seq) * 131 +
+                             static_cast<std::uint64_t>(p.dim) + p.causal;  // 64-bit: S * 131 may pass INT_MAX
+  d.fill(salt);
+}
 
 // ---- references -------------------------------------------------------------------------------------
 
@@ -181,6 +196,13 @@ inline std::vector<double> reference_gpu(const Problem& p, const std::vector<std
   return std::vector<double>(f.begin(), f.end());
 }
 
+// Every row of a problem, in order: the rows the tests check, and the executable for the tile part.
+inline std::vector<std::int64_t> all_rows(const Problem& p) {
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(p.rows()));
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::int64_t>(i);
+  return rows;
+}
+
 // The rows a large shape is checked on: about `count` rows spread over all heads and positions
 // (a stride coprime with S, so the positions within a head cycle through all of them), plus the
 // first and the last row.
@@ -200,19 +222,27 @@ inline std::vector<std::int64_t> sample_rows(const Problem& p, std::int64_t coun
 
 // A result o is right when |o - ref| <= kRel * (|ref| + kFloor): f16 output and f16 probabilities
 // round at 2^-11, and the outputs are averages of values of size ~1, so an absolute floor of 0.1 *
-// kRel = 1e-3 covers outputs near zero. Returns the largest |o - ref| / (|ref| + kFloor); NaN is inf.
+// kRel = 1e-3 covers outputs near zero.
 constexpr double kRel = 1e-2, kFloor = 0.1;
 
+// The largest |o - ref| / (|ref| + kFloor) over one row of dim values: row `row` of o against row `r`
+// of ref. NaN is inf.
+inline double row_error(const std::vector<__half>& o, std::int64_t row, const std::vector<double>& ref, std::size_t r,
+                        int dim) {
+  double worst = 0;
+  for (int c = 0; c < dim; ++c) {
+    const double got = __half2float(o[row * dim + c]), want = ref[r * dim + c];
+    const double e = std::fabs(got - want) / (std::fabs(want) + kFloor);
+    worst = std::isnan(e) ? INFINITY : std::max(worst, e);
+  }
+  return worst;
+}
+
+// The largest row_error over the listed rows of o (ref holds their references, in the same order).
 inline double max_error(const std::vector<__half>& o, const std::vector<double>& ref,
                         const std::vector<std::int64_t>& rows, int dim) {
   double worst = 0;
-  for (std::size_t r = 0; r < rows.size(); ++r) {
-    for (int c = 0; c < dim; ++c) {
-      const double got = __half2float(o[rows[r] * dim + c]), want = ref[r * dim + c];
-      const double e = std::fabs(got - want) / (std::fabs(want) + kFloor);
-      worst = std::isnan(e) ? INFINITY : std::max(worst, e);
-    }
-  }
+  for (std::size_t r = 0; r < rows.size(); ++r) worst = std::max(worst, row_error(o, rows[r], ref, r, dim));
   return worst;
 }
 

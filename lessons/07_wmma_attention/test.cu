@@ -29,6 +29,7 @@ namespace {
 using kl::sanitizing;
 
 using Inputs = lesson07::HostQkv;  // Q, K, V rounded to f16 (lessons/07_wmma_attention/host.cuh)
+using lesson07::all_rows;
 using lesson07::DeviceQkvo;
 using lesson07::test_inputs;
 
@@ -41,12 +42,6 @@ std::vector<__half> run(const lesson07::Step& st, Problem p, const Inputs& in) {
   lesson07::run_step(st, p, ws, nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
   return d.o.download();
-}
-
-std::vector<std::int64_t> all_rows(const Problem& p) {
-  std::vector<std::int64_t> rows(static_cast<std::size_t>(p.rows()));
-  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::int64_t>(i);
-  return rows;
 }
 
 // A launcher refused its step (kl::NotSupported). Only the library may turn a shape down; a step of the

@@ -81,7 +81,7 @@ inline void measure_limits(kl::Limits& limits, const kl::DeviceInfo&) {
 inline std::vector<kl::Row> run_shape(const Problem& shape, kl::Context<Launcher>& cx) {
   lesson07::DeviceQkvo d(shape);
   const Problem p = d.on(shape);
-  fill_inputs(p, d.q.data(), d.k.data(), d.v.data());
+  fill_inputs(p, d);
   std::vector<std::int64_t> rows;
   std::vector<double> ref;
   if (cx.check) {

@@ -11,6 +11,7 @@
 
 namespace lesson09 {
 
+using lesson07::all_rows;       // 0 ... B·H·S - 1, the rows the tests check
 using lesson07::bytes;          // Q, K, V read once, O written once
 using lesson07::fill_inputs;    // Q, K, V uniform with unit variance, seeded by the shape
 using lesson07::flash_problem;  // (B, H, S, D, causal), scale 1/sqrt(D)

@@ -29,12 +29,7 @@ using kl::sanitizing;
 using Inputs = lesson07::HostQkv;  // Q, K, V rounded to f16 (lessons/07_wmma_attention/host.cuh)
 using lesson07::DeviceQkvo;
 using lesson07::test_inputs;
-
-std::vector<std::int64_t> all_rows(const Problem& p) {
-  std::vector<std::int64_t> rows(static_cast<std::size_t>(p.rows()));
-  for (std::size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<std::int64_t>(i);
-  return rows;
-}
+using lesson09::all_rows;
 
 // A launcher refused its step (kl::NotSupported). The library may turn a shape down; a step of the
 // lesson only for the code this process has for the GPU ("needs sm_80 ...", "needs sm_90a ..."), and then
