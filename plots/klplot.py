@@ -18,6 +18,13 @@ NUMBERS = ("ms_median", "ms_min", "ms_max", "gbps", "tflops", "pct_of_limit", "m
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+# Data-sheet figures by results/ folder: name, HBM GB/s, dense TFLOP/s for FP32 and for f16/bf16 tensor cores.
+NOMINAL = {
+    "h100": {"name": "H100 SXM5", "bandwidth": 3350, "fp32": 66.9, "tensor": 989.4},
+    "h200": {"name": "H200 SXM", "bandwidth": 4800, "fp32": 66.9, "tensor": 989.4},
+}
+
+
 def not_available(row):
     """A row that says why something could not run at all (name "n/a: mlx not installed", written by
     scripts/frameworks.py): not a measurement, and not a FAILED step either."""

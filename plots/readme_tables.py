@@ -68,6 +68,13 @@ must not have FAILED, and a named step or shape entry that picks no row is an er
 rows=all takes every row written, not only the latest of each step and shape: the spread of the copy
 rows of all the runs in a CSV (`<!-- range CSV copy * rows=all gbps -->`); it quotes no ratio.
 
+A lesson's limits against the GPU's data sheet (klplot.NOMINAL), one row each: the copy bandwidth and
+the compute rate its % of limit is of, as the run measured or computed them:
+
+    <!-- limits results/h100/lesson06.csv -->
+    ...generated...
+    <!-- /limits -->
+
 The profiler's counters (scripts/profile.sh's results/<gpu>/profile/lessonNN.csv, its rows at the
 default shape) as a table, one row per kernel:
 
@@ -101,6 +108,7 @@ BLOCK = re.compile(r"(<!-- table (\S+) (\S+)((?: \w+=\S+)*) -->\n)(.*?)(<!-- /ta
 LADDER = re.compile(r"(<!-- ladder (\S+) -->\n)(.*?)(<!-- /ladder -->)", re.S)
 VALUE = re.compile(r"(<!-- value\s((?:(?!-->).)*?)\s*-->)([^<\n]*)(<!-- /value -->)", re.S)
 RANGE = re.compile(r"(<!-- range\s((?:(?!-->).)*?)\s*-->)([^<\n]*)(<!-- /range -->)", re.S)
+LIMITS = re.compile(r"(<!-- limits (\S+) -->\n)(.*?)(<!-- /limits -->)", re.S)
 PROFILE = re.compile(r"(<!-- profile (\S+) -->\n)(.*?)(<!-- /profile -->)", re.S)
 COUNTER = re.compile(r"(<!-- counter\s((?:(?!-->).)*?)\s*-->)([^<\n]*)(<!-- /counter -->)", re.S)
 DEFAULT_FMT = {"ms_median": "4sig", "ms_min": "4sig", "ms_max": "4sig", "gbps": "4sig", "tflops": "3sig",
@@ -439,6 +447,43 @@ def profile_table(csv_path):
     return "\n".join(out)
 
 
+def limits_table(csv_path):
+    """The limits of a lesson's run against the GPU's data sheet (klplot.NOMINAL): the copy bandwidth (the
+    spread of the copy rows of every run in the CSV) and, where the lesson reports TFLOP/s, the compute
+    rate its % of limit is of (FP32 for f32 rows, else the tensor cores')."""
+    rows = rows_of(csv_path)
+    slug = csv_path.split("/")[1] if csv_path.startswith("results/") else ""
+    nominal = klplot.NOMINAL.get(slug)
+    copies = [r["gbps"] for r in rows if r["step"] == "copy" and math.isfinite(r["gbps"])]
+    if not copies:
+        raise MarkerError(f"{csv_path} has no copy row")
+    sheet = f"data sheet ({nominal['name']})" if nominal else "data sheet"
+    out = [f"| limit | {sheet} | this run | run ÷ data sheet |", "|---|---:|---:|---:|"]
+    def spread(lo, hi, fmt):
+        a, b = format(lo, fmt), format(hi, fmt)
+        return a if a == b else f"{a}–{b}"
+
+    lo, hi = min(copies), max(copies)
+    ratio = spread(lo / nominal["bandwidth"], hi / nominal["bandwidth"], ".2f") if nominal else "–"
+    out.append(f"| DRAM bandwidth, GB/s | {nominal['bandwidth'] if nominal else '–'} | {spread(lo, hi, '.0f')} (a "
+               f"device-to-device copy, bytes read + written) | {ratio} |")
+    for kind, label, how in (("fp32", "FP32, TFLOP/s", "SMs × 128 FMA × 2 × the clock the GPU reports: computed"),
+                             ("tensor", "f16/bf16 tensor cores, dense TFLOP/s", "a cuBLAS f16 GEMM of 8192³ in the run")):
+        # the rows whose % of limit is of a compute rate: TFLOP/s and no GB/s
+        peaks = [r["tflops"] * 100 / r["pct_of_limit"] for r in rows if r["step"] != "copy" and r["tflops"] > 0
+                 and r["pct_of_limit"] > 0 and not r["gbps"] > 0 and (r["dtype"] == "f32") == (kind == "fp32")]
+        if not peaks:
+            continue
+        lo, hi = min(peaks), max(peaks)
+        ratio = spread(lo / nominal[kind], hi / nominal[kind], ".2f") if nominal else "–"
+        out.append(f"| {label} | {nominal[kind] if nominal else '–'} | {spread(lo, hi, '.1f')} ({how}) | {ratio} |")
+    return "\n".join(out)
+
+
+def render_limits(match):
+    return match.group(1) + limits_table(match.group(2)) + "\n" + match.group(4)
+
+
 def render_profile(match):
     return match.group(1) + profile_table(match.group(2)) + "\n" + match.group(4)
 
@@ -493,7 +538,7 @@ USAGE = {"value": "CSV STEP SHAPE [dtype=D] [rows=first] FIELD [fmt=F]",
          "range": "CSV STEPS SHAPES [dtype=D] [rows=first|all] FIELD [fmt=F]",
          "counter": "PROFILE_CSV STEP COLUMN [kernel=K] [fmt=F]"}
 BLOCKS = ((BLOCK, render), (LADDER, render_ladder), (VALUE, render_value), (RANGE, render_range),
-          (PROFILE, render_profile), (COUNTER, render_counter))
+          (PROFILE, render_profile), (COUNTER, render_counter), (LIMITS, render_limits))
 
 
 def filled(path, text):

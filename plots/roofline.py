@@ -25,11 +25,7 @@ import summary  # noqa: E402
 
 plt = klplot.plt
 
-# Data-sheet figures (GB/s; dense TFLOP/s FP32 and f16/bf16 tensor) by results/ folder.
-NOMINAL = {
-    "h100": {"bandwidth": 3350, "fp32": 66.9, "tensor": 989.4},
-    "h200": {"bandwidth": 4800, "fp32": 66.9, "tensor": 989.4},
-}
+NOMINAL = klplot.NOMINAL
 
 Point = collections.namedtuple("Point", "step name library flops bytes seconds")
 

@@ -172,3 +172,17 @@ class Markers(unittest.TestCase):
         self.assertEqual(cells["1"], "–")
         self.assertEqual(cells["3"], f"{at['2'] / at['3']:.3g}")
         self.assertEqual(cells["lib"], "–")
+
+
+class Limits(unittest.TestCase):
+    def test_limits_tables(self):
+        import readme_tables
+
+        copy_only = readme_tables.limits_table("results/h100/lesson01.csv").splitlines()
+        self.assertEqual(len(copy_only), 3)
+        self.assertIn("| DRAM bandwidth, GB/s | 3350 |", copy_only[2])
+        fp32 = readme_tables.limits_table("results/h100/lesson06.csv")
+        self.assertIn("| FP32, TFLOP/s | 66.9 |", fp32)
+        self.assertNotIn("tensor", fp32)
+        tensor = readme_tables.limits_table("results/h100/lesson09.csv")
+        self.assertIn("| f16/bf16 tensor cores, dense TFLOP/s | 989.4 |", tensor)
