@@ -89,8 +89,8 @@ and one counter quoted in prose (inline, like a value):
 
 STEP a step label or name; COLUMN one of the profile CSV's (plots/profile_table.py lists them; a stall
 reason's share: stall1_share ...); kernel=K, the kernel's index among the step's (0 first), where the step
-launched several. Counts get an SI prefix (16.4 M), shares are shown in %, fmt as for a value (default
-3sig)."""
+launched several. Counts get an SI prefix (16.4 M), megabyte columns their unit (295 MB, 3.35 GB), shares
+are shown in %, fmt as for a value (default 3sig)."""
 import difflib
 import functools
 import math
@@ -514,6 +514,10 @@ def counter(tokens):
         raise MarkerError(f"step {step} has no {column} (ncu did not measure it)")
     if column.endswith("_share"):
         return format_value(100 * v, options.get("fmt", ".0f")) + " %"
+    if column.endswith("_mb"):  # megabytes, shown with their unit: 295 MB, 3.35 GB
+        unit = next((u for scale, u in ((1e3, "GB"), (1, "MB"), (1e-3, "kB")) if abs(v) >= scale), "MB")
+        scale = {"GB": 1e3, "MB": 1, "kB": 1e-3}[unit]
+        return format_value(v / scale, options.get("fmt", "3sig")) + " " + unit
     fmt = options.get("fmt", "3sig")
     for scale, prefix in ((1e9, " G"), (1e6, " M"), (1e3, " k")):
         if abs(v) >= scale and not column.endswith("_pct"):
