@@ -61,11 +61,20 @@ class CompareGpus(unittest.TestCase):
 
     def test_step_by_step_ms_and_ratio(self):
         out = self.run_main()
-        self.assertEqual(self.line(out, "1").split(), ["1", "one_thread", "f32", "n=67108864", "1200", "2400", "0.5"])
+        # the copies (1003 against 2959 GB/s) predict 2959 / 1003 = 2.95 times the time for a memory-bound step
+        self.assertEqual(self.line(out, "1").split(),
+                         ["1", "one_thread", "f32", "n=67108864", "1200", "2400", "0.5", "0.169", "neither"])
         # the H100 file holds step 4 twice (a run and a sweep): its best median counts
-        self.assertEqual(self.line(out, "4").split(), ["4", "block_atomic", "f32", "n=67108864", "0.3", "0.1", "3"])
-        self.assertEqual(self.line(out, "lib").split()[-3:], ["0.27", "0.09", "3"])
-        self.assertEqual(self.line(out, "2").split()[-3:], ["FAILED", "118", "–"])
+        self.assertEqual(self.line(out, "4").split(),
+                         ["4", "block_atomic", "f32", "n=67108864", "0.3", "0.1", "3", "1.02", "bandwidth"])
+        self.assertEqual(self.line(out, "lib").split()[-5:], ["0.27", "0.09", "3", "1.02", "bandwidth"])
+        self.assertEqual(self.line(out, "2").split()[-4:], ["FAILED", "118", "–", "–"])
+
+    def test_what_a_ratio_follows(self):
+        self.assertEqual(compare_gpus.follows_what(0.72, 0.715), "bandwidth")
+        self.assertEqual(compare_gpus.follows_what(1.02, 0.715), "same")
+        self.assertEqual(compare_gpus.follows_what(0.85, 0.715), "partly")
+        self.assertEqual(compare_gpus.follows_what(1.3, 0.715), "neither")
 
     def test_unmatched_rows_and_lessons_are_named(self):
         out = self.run_main()
