@@ -50,10 +50,15 @@ std::string arch_missing(Kernel* kernel, int needs) {
 // What a step's launcher calls first: throws NotSupported (the driver shows the step n/a) with
 // arch_missing's reason when `Kernel` cannot run here. Asked once per kernel, on its first launch (the
 // untimed check run, so never inside a CUDA-graph capture).
+// Throws NotSupported with `why`, the reason some code cannot run here ("" when it can).
+inline void refuse_if(const std::string& why) {
+  if (!why.empty()) throw NotSupported(why);
+}
+
 template <auto Kernel>
 void require_arch(int needs) {
   static const std::string why = arch_missing(Kernel, needs);
-  if (!why.empty()) throw NotSupported(why);
+  refuse_if(why);
 }
 
 // The reason arch-specific code (sm_90a: wgmma, setmaxnreg) cannot run here ("" when it can): `probe`

@@ -76,6 +76,13 @@ def copy_gbps(rows):
     return copies[-1] if copies else math.nan
 
 
+def compute_limits(rows):
+    """(dtype, TFLOP/s) of each row whose % of limit is of a compute rate (TFLOP/s and no GB/s): the rate
+    that row was measured against, rate · 100 / % (the FP32 peak for f32, the tensor cores' otherwise)."""
+    return [(r["dtype"], r["tflops"] * 100 / r["pct_of_limit"]) for r in rows
+            if r["step"] != "copy" and r["tflops"] > 0 and r["pct_of_limit"] > 0 and not r["gbps"] > 0]
+
+
 def shape_value(shape):
     """'n=67108864' -> 67108864 (the first number in a shape)."""
     return int(shape.split("=")[1].split("x")[0].split(";")[0])

@@ -208,12 +208,27 @@ def combined(rows):
     return out
 
 
-def human(v, unit):
-    """3 significant digits with an SI prefix: (1.55e7, "") -> "15.5 M", (6.8e8, "B") -> "680 MB"."""
+def si_prefix(v):
+    """(v scaled, its SI prefix): 1.55e7 -> (15.5, "M"), 680 -> (680, "")."""
     for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(v) >= scale and unit != " %":
-            return f"{v / scale:.3g} {prefix}{unit}"
-    return f"{v:.3g}{unit}" if unit in ("", " %") else f"{v:.3g} {unit}"
+        if abs(v) >= scale:
+            return v / scale, prefix
+    return v, ""
+
+
+def human(v, unit, digits=lambda x: f"{x:.3g}"):
+    """A number as the grader and the READMEs show it, 3 significant digits (or `digits`) with an SI
+    prefix: (1.55e7, "") -> "15.5 M", (6.8e8, "B") -> "680 MB", (12.5, " %") -> "12.5 %" (no prefix)."""
+    if unit == " %":
+        return digits(v) + unit
+    scaled, prefix = si_prefix(v)
+    return (digits(scaled) + (f" {prefix}{unit}" if prefix or unit else "")).rstrip()
+
+
+def read(path):
+    """A profile CSV's rows at the lesson's default shape (no extra args), as text."""
+    with open(path, newline="") as f:
+        return [r for r in csv.DictReader(f) if not r["args"]]
 
 
 def differences(mine, solution):

@@ -101,6 +101,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import klplot  # noqa: E402
 import md_table  # noqa: E402
+import profile_table as profiles  # noqa: E402
 import summary  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -413,14 +414,11 @@ def value_range(tokens):
 
 @functools.lru_cache(maxsize=None)
 def profile_rows(csv_path):
-    """scripts/profile.sh's rows at the lesson's default shape (no extra args)."""
-    import csv
-
+    """scripts/profile.sh's rows at the lesson's default shape (profiles.read), read once per run."""
     path = os.path.join(ROOT, csv_path)
     if not os.path.exists(path):
         raise MarkerError(f"no {csv_path} (scripts/profile.sh writes it)")
-    with open(path, newline="") as f:
-        return [r for r in csv.DictReader(f) if not r["args"]]
+    return profiles.read(path)
 
 
 def microseconds(us):
@@ -469,9 +467,7 @@ def limits_table(csv_path):
                f"device-to-device copy, bytes read + written) | {ratio} |")
     for kind, label, how in (("fp32", "FP32, TFLOP/s", "SMs × 128 FMA × 2 × the clock the GPU reports: computed"),
                              ("tensor", "f16/bf16 tensor cores, dense TFLOP/s", "a cuBLAS f16 GEMM of 8192³ in the run")):
-        # the rows whose % of limit is of a compute rate: TFLOP/s and no GB/s
-        peaks = [r["tflops"] * 100 / r["pct_of_limit"] for r in rows if r["step"] != "copy" and r["tflops"] > 0
-                 and r["pct_of_limit"] > 0 and not r["gbps"] > 0 and (r["dtype"] == "f32") == (kind == "fp32")]
+        peaks = [peak for dtype, peak in klplot.compute_limits(rows) if (dtype == "f32") == (kind == "fp32")]
         if not peaks:
             continue
         lo, hi = min(peaks), max(peaks)
@@ -514,15 +510,10 @@ def counter(tokens):
         raise MarkerError(f"step {step} has no {column} (ncu did not measure it)")
     if column.endswith("_share"):
         return format_value(100 * v, options.get("fmt", ".0f")) + " %"
+    digits = lambda x: format_value(x, options.get("fmt", "3sig"))  # noqa: E731
     if column.endswith("_mb"):  # megabytes, shown with their unit: 295 MB, 3.35 GB
-        unit = next((u for scale, u in ((1e3, "GB"), (1, "MB"), (1e-3, "kB")) if abs(v) >= scale), "MB")
-        scale = {"GB": 1e3, "MB": 1, "kB": 1e-3}[unit]
-        return format_value(v / scale, options.get("fmt", "3sig")) + " " + unit
-    fmt = options.get("fmt", "3sig")
-    for scale, prefix in ((1e9, " G"), (1e6, " M"), (1e3, " k")):
-        if abs(v) >= scale and not column.endswith("_pct"):
-            return format_value(v / scale, fmt) + prefix
-    return format_value(v, fmt)
+        return profiles.human(v * 1e6, "B", digits)
+    return profiles.human(v, " %" if column.endswith("_pct") else "", digits).removesuffix(" %")
 
 
 def render_counter(match):

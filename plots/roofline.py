@@ -21,6 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import klplot  # noqa: E402
+import profile_table  # noqa: E402
 import summary  # noqa: E402
 
 plt = klplot.plt
@@ -28,13 +29,6 @@ plt = klplot.plt
 NOMINAL = klplot.NOMINAL
 
 Point = collections.namedtuple("Point", "step name library flops bytes seconds")
-
-
-def profile_rows(path):
-    import csv
-
-    with open(path, newline="") as f:
-        return [r for r in csv.DictReader(f) if not r.get("args")]
 
 
 def number(s):
@@ -69,8 +63,7 @@ def points(profile, timed, lesson):
 
 def limits(timed):
     """(copy GB/s, compute TFLOP/s the lesson measures against; NaN where it has no TFLOP/s rows)."""
-    compute = [r["tflops"] / r["pct_of_limit"] * 100 for r in timed
-               if r["tflops"] > 0 and r["pct_of_limit"] > 0 and r["step"] != "copy"]
+    compute = [peak for _, peak in klplot.compute_limits(timed)]
     return klplot.copy_gbps(timed), (compute[-1] if compute else math.nan)
 
 
@@ -150,7 +143,7 @@ def main(out_dir):
         if not os.path.exists(prof):
             continue
         timed = klplot.read_rows(csv_path)
-        pts = points(profile_rows(prof), timed, lesson)
+        pts = points(profile_table.read(prof), timed, lesson)
         bw, peak = limits(timed)
         bws.append(bw)
         peaks.append(peak)

@@ -16,7 +16,6 @@ whose name says why (`n/a: mlx not installed`) and no time; the plots and tables
 
 The defaults are the lessons' default sizes: n = 2^26 floats; M x K = 16384 x 4096 in f32 and f16."""
 import argparse
-import csv
 import os
 import platform
 import statistics
@@ -25,7 +24,8 @@ import time
 
 import numpy as np
 
-HEADER = "lesson,step,name,dtype,shape,ms_median,ms_min,ms_max,gbps,tflops,pct_of_limit,max_rel_err,gpu".split(",")
+from lesson_csv import HEADER, append, copy_gbps  # noqa: F401 (HEADER: the tests read it here)
+
 SLOW_MS = 200.0
 
 
@@ -56,22 +56,8 @@ def wall_ms(call, ready, reps=30, warmup=2):
     return statistics.median(samples), min(samples), max(samples)
 
 
-def copy_gbps(path):
-    """The measured device-to-device copy of the lesson's CSV (the denominator of % of limit)."""
-    if not os.path.exists(path):
-        return float("nan")
-    with open(path, newline="") as f:
-        copies = [float(r["gbps"]) for r in csv.DictReader(f) if r["step"] == "copy" and r["gbps"]]
-    return copies[-1] if copies else float("nan")
 
 
-def append(path, rows):
-    fresh = not os.path.exists(path) or os.path.getsize(path) == 0
-    with open(path, "a", newline="") as f:
-        w = csv.writer(f)
-        if fresh:
-            w.writerow(HEADER)
-        w.writerows(rows)
 
 
 def row(lesson, step, name, dtype, shape, timing, nbytes, err, limit, gpu):

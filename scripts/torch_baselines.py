@@ -2,7 +2,6 @@
 the way the lessons time their steps (CUDA events, L2 flushed before every repetition, median of
 30, graph replay for work shorter than 0.1 ms), appended to RESULTS_DIR/lessonNN.csv as step
 "pytorch" in the shared schema. Each result is checked against float64 first."""
-import csv
 import importlib
 import os
 import statistics
@@ -10,7 +9,8 @@ import sys
 
 import torch
 
-HEADER = "lesson,step,name,dtype,shape,ms_median,ms_min,ms_max,gbps,tflops,pct_of_limit,max_rel_err,gpu".split(",")
+from lesson_csv import append, copy_gbps
+
 DEV = torch.device("cuda")
 FLUSH = torch.zeros(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, device=DEV)
 
@@ -46,19 +46,8 @@ def time_ms(fn, reps=30):
     return statistics.median(samples), min(samples), max(samples)
 
 
-def copy_gbps(path):
-    with open(path, newline="") as f:
-        copies = [float(r["gbps"]) for r in csv.DictReader(f) if r["step"] == "copy"]
-    return copies[-1] if copies else float("nan")
 
 
-def append(path, rows):
-    fresh = not os.path.exists(path) or os.path.getsize(path) == 0
-    with open(path, "a", newline="") as f:
-        w = csv.writer(f)
-        if fresh:
-            w.writerow(HEADER)
-        w.writerows(rows)
 
 
 def reductions(out_dir, gpu):

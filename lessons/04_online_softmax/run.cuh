@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/arch.cuh"
 #include "common/ladder.hpp"
 #include "lessons/04_online_softmax/host.cuh"
 #include "lessons/04_online_softmax/softmax.cuh"
@@ -52,8 +53,7 @@ std::vector<kl::Row> run_shape_t(std::int64_t rows, std::int64_t cols, kl::Conte
   trial.error = [&] { return max_error(y.download(n), ref, tol); };
   trial.tolerance = tol.rel;
   const std::vector<kl::Row> out = kl::run_steps(cx, trial, [&](const SoftmaxStep& st, cudaStream_t s) {
-    const std::string why = st.launch.support(p, device_caps());
-    if (!why.empty()) throw NotSupported(why);
+    kl::refuse_if(st.launch.support(p, device_caps()));
     st.launch(p, ws, s);
   });
   if (std::find(cx.chosen.begin(), cx.chosen.end(), kDispatchStep - 1) != cx.chosen.end()) {

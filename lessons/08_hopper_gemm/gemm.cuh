@@ -257,10 +257,7 @@ inline const std::vector<Step> kSteps = ladder_steps();
 // (n/a) where this process has none for the GPU.
 inline void run_step(const Step& st, const Problem& p, Workspace& ws, cudaStream_t s) {
   validate(p);
-  if (st.arch_specific) {
-    const std::string why = hopper_missing();
-    if (!why.empty()) throw kl::NotSupported(why);
-  }
+  if (st.arch_specific) kl::refuse_if(hopper_missing());
   st.launch(p, ws, s);
 }
 

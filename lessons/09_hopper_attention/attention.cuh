@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/arch.cuh"
 #include "common/buffer.cuh"
 #include "common/ladder.hpp"
 #include "lessons/07_wmma_attention/attention.cuh"
@@ -58,10 +59,7 @@ inline const std::vector<Step> kSteps = ladder_steps();
 // as lesson09::run_step: lesson07::run_step, found through Problem, takes the same arguments.
 inline void run_step(const Step& st, const Problem& p, Workspace& ws, cudaStream_t s) {
   validate(p);
-  if (st.arch_specific) {
-    const std::string why = hopper_missing();
-    if (!why.empty()) throw kl::NotSupported(why);
-  }
+  if (st.arch_specific) kl::refuse_if(hopper_missing());
   st.launch(p, ws, s);
 }
 

@@ -117,7 +117,7 @@ class Roofline(unittest.TestCase):
         rows, _ = pt.table("06", [raw("06_2_smem_tiles.txt"), raw("06_3_register_tile.txt")])
         with open(os.path.join(out, "profile", "lesson06.csv"), "w") as f:
             pt.write(rows, f)
-        pts = roofline.points(roofline.profile_rows(os.path.join(out, "profile", "lesson06.csv")),
+        pts = roofline.points(pt.read(os.path.join(out, "profile", "lesson06.csv")),
                               roofline.klplot.read_rows(os.path.join(out, "lesson06.csv")), "lesson06")
         self.assertEqual([p.step for p in pts], ["2", "3"])
         for p in pts:  # the problem's FLOPs (2 M N K), not ncu's count

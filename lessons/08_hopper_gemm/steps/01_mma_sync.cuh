@@ -107,8 +107,7 @@ __global__ void __launch_bounds__(kMmaThreads) gemm_mma_sync(Problem p, TileOrde
 template <class T>
 void launch_mma_sync_as(const Problem& p, cudaStream_t s) {
   require_aligned(p);
-  static const std::string why = kl::arch_missing(gemm_mma_sync<T>, 80);  // "" where this build runs it
-  if (!why.empty()) throw kl::NotSupported(why);
+  kl::require_arch<gemm_mma_sync<T>>(80);
   CUDA_CHECK(cudaFuncSetAttribute(gemm_mma_sync<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, kMmaSmem));
   const TileOrder order{(p.m + kMmaBm - 1) / kMmaBm, (p.n + kMmaBn - 1) / kMmaBn};
   gemm_mma_sync<T><<<order.count(), kMmaThreads, kMmaSmem, s>>>(p, order);
