@@ -32,7 +32,8 @@ TERMS = [
     "top-K", "bitonic sort", "split-K", "warp specialisation", "setmaxnreg", "epilogue", "GELU",
     "Kahan summation", "memory fence", "quad", "roofline", "TFLOP/s", "L2 flush", "CUDA graph",
     "issue slot", "long scoreboard", "short scoreboard", "MIO throttle", "PTX", "SASS", "JIT",
-    "Nsight Compute", "compute-sanitizer",
+    "Nsight Compute", "compute-sanitizer", "all-reduce", "reduce-scatter", "all-gather", "ring all-reduce",
+    "NVLink", "peer access", "bus bandwidth", "NCCL",
 ]
 
 TRACKER_TALK = [

@@ -88,12 +88,13 @@ class GroupOwner {
     g.flag_count = 2 * (gpus - 1) * ring_grid(n, gpus, g.sms).slices;
     for (int i = 0; i < gpus; ++i) {
       OnGpu on(i);
+      const std::size_t stride = (n + 63) / 64 * 64;  // each buffer 256-byte aligned: float4 loads anywhere
       float* p = nullptr;
-      CUDA_CHECK(cudaMalloc(&p, 3 * n * sizeof(float)));
+      CUDA_CHECK(cudaMalloc(&p, 3 * stride * sizeof(float)));
       mem_.push_back(p);
       g.in[i] = p;
-      g.out[i] = p + n;
-      g.recv[i] = p + 2 * n;
+      g.out[i] = p + stride;
+      g.recv[i] = p + 2 * stride;
       unsigned* f = nullptr;
       CUDA_CHECK(cudaMalloc(&f, (g.flag_count + 1) * sizeof(unsigned)));
       CUDA_CHECK(cudaMemset(f, 0, (g.flag_count + 1) * sizeof(unsigned)));

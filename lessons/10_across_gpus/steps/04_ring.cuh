@@ -85,7 +85,7 @@ __device__ __forceinline__ void move(const Ring& r, Role role, std::size_t i) {
 // next GPU's flag. A slice moves on as soon as it lands, so step t of one slice overlaps step t + 1 of
 // another: every link busy in both directions, each byte added where it arrives, 2 (G-1)/G n per GPU.
 template <class Schedule>
-__global__ void __launch_bounds__(kRingThreads) allreduce_ring(Ring r) {
+__global__ void __launch_bounds__(kRingThreads, 2) allreduce_ring(Ring r) {
   const unsigned launch = *r.launches;
   for (int t = 0; t < 2 * (r.gpus - 1); ++t) {
     const Range ch = chunk_range(r.n, r.gpus, Schedule::chunk(r.me, t, r.gpus));
