@@ -220,7 +220,7 @@ inline std::vector<kl::Row> run_shape(const Shape& sh, kl::Context<Launch>& cx) 
   const double bytes = 4.0 * sh.n;
   std::printf("\nn = %zu floats (%.3f MiB) on each of %d GPUs\n", sh.n, bytes / (1 << 20), sh.gpus);
   kl::Trial t;
-  t.proto = kl::Row{"", "", "f32", "n=" + std::to_string(sh.n) + " gpus=" + std::to_string(sh.gpus)};
+  t.proto = kl::Row{"", "", "f32", "n=" + std::to_string(sh.n) + ";gpus=" + std::to_string(sh.gpus)};
   t.proto.bytes = bytes * bus_factor(sh.gpus > 1 ? sh.gpus : 2);  // Row::gbps() is then the bus bandwidth
   if (!missing.empty()) {
     t.poison = [] {};

@@ -120,7 +120,7 @@ class Ladder(unittest.TestCase):
         self.assertNotIn("typed by hand", text)
         self.assertTrue(text.startswith("# Course\n\nbefore\n<!-- ladder plots/tests/sample -->\n| lesson |"))
         self.assertTrue(text.endswith("|\n<!-- /ladder -->\nafter\n"))
-        self.assertEqual([k[:2] for k in self.rows()], ["01", "02", "03", "04", "05", "06", "07", "08", "09"])
+        self.assertEqual([k[:2] for k in self.rows()], ["01", "02", "03", "04", "05", "06", "07", "08", "09", "10"])
 
     def test_best_step_step1_library_pytorch(self):
         row = self.rows()["01 naive reductions"]
