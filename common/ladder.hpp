@@ -78,8 +78,9 @@ struct Context {
   Timer& timer;
   bool check = true;
   int reps = 30;
-  double slow_ms = 20.0;  // a step slower than this is timed 3 times
-  double warmup_ms = 0;   // each step runs this long before it is timed (TimingOptions::warmup_ms)
+  double slow_ms = 20.0;        // a step slower than this is timed 3 times
+  double warmup_ms = 0;         // each step runs this long before it is timed (TimingOptions::warmup_ms)
+  double graph_below_ms = 0.1;  // TimingOptions::graph_below_ms: 0 never replays a CUDA graph
 };
 
 template <class Launch, class Shape>
@@ -93,6 +94,9 @@ struct Lesson {
   const char* notes = "";                     // --help text after the options
   double slow_ms = 20.0;
   double warmup_ms = 0;  // see TimingOptions::warmup_ms: compute-bound lessons set it
+  // Steps faster than this are timed by CUDA-graph replay (TimingOptions::graph_below_ms); 0: never, for a
+  // lesson whose steps cannot all be captured (lesson 10's cudaMemcpyPeerAsync).
+  double graph_below_ms = 0.1;
   // The shapes of this run from the options (one shape, or the sweep's when args.sweep); throws
   // UsageError for a bad combination. Runs before any GPU work.
   std::function<std::vector<Shape>(const Args&)> shapes;
@@ -154,7 +158,7 @@ Measured measure_steps(Context<Launch>& cx, const std::vector<int>& which, const
     row.name = st.name;
     row.library = st.library;
     record_check(row, cx.check, t.error, t.tolerance);
-    time_if_ok(cx.timer, row, launch, TimingOptions{cx.reps, cx.slow_ms, 0.1, cx.warmup_ms});
+    time_if_ok(cx.timer, row, launch, TimingOptions{cx.reps, cx.slow_ms, cx.graph_below_ms, cx.warmup_ms});
     m.rows.push_back(row);
   }
   return m;
@@ -365,7 +369,7 @@ int ladder_main(const Lesson<Launch, Shape>& l, int argc, char** argv) {
 
   Timer timer(dev);
   timer.profile_only(profile);
-  Context<Launch> cx{l.steps, chosen, args, dev, limits, timer, check, reps, l.slow_ms, l.warmup_ms};
+  Context<Launch> cx{l.steps, chosen, args, dev, limits, timer, check, reps, l.slow_ms, l.warmup_ms, l.graph_below_ms};
   std::vector<Row> all;
   for (const auto& sh : shapes) {
     const std::vector<Row> rows = l.run(sh, cx);

@@ -135,6 +135,10 @@ TEST_CASE("--gpus: at most the GPUs visible and 8; default every visible GPU; 1 
 TEST_SUITE("gpu") {
   namespace {
 
+  // Step 2's cudaMemcpyPeerAsync cannot be captured into a CUDA graph; the kernels and NCCL can (the
+  // lesson itself times without graphs: host.cuh).
+  bool capturable(const lesson10::AllReduceStep& st) { return std::string(st.name) != "peer_copies"; }
+
   // Step `st` on a group of `gpus` GPUs with the given inputs: launched on a stream of GPU 0 (twice, or
   // by a CUDA graph), then every GPU's output checked against the float64 sum.
   void check_step(const lesson10::AllReduceStep& st, int gpus, const std::vector<std::vector<float>>& inputs,
@@ -157,7 +161,7 @@ TEST_SUITE("gpu") {
         CUDA_CHECK(cudaDeviceSynchronize());
       }
       try {
-        if (graph && run == 1) kl::replay_once(s, launch);
+        if (graph && run == 1 && capturable(st)) kl::replay_once(s, launch);
         else launch(s);
       } catch (const kl::NotSupported& e) {
         MESSAGE(st.name << " n/a: " << e.what());
@@ -204,7 +208,7 @@ TEST_SUITE("gpu") {
       }
   }
 
-  TEST_CASE("NaN and infinities propagate on every GPU; a CUDA graph replays every step") {
+  TEST_CASE("NaN and infinities propagate on every GPU; a CUDA graph replays every step that can be captured") {
     const int most = group_or_skip();
     if (most < 2) return;
     const std::size_t n = 4099;
