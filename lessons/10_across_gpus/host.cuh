@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,11 +61,14 @@ inline std::vector<Shape> all_shapes(const kl::Args& a) {
   return out;
 }
 
-// Every pair of the first G GPUs reads and writes the other's memory directly (once per process).
+// Every pair of the first G GPUs reads and writes the other's memory directly. Each pair is enabled
+// once per process: enabling it again is an API error (cudaErrorPeerAccessAlreadyEnabled) that
+// compute-sanitizer reports; NCCL may have enabled a pair first, which is the same error, cleared.
 inline bool enable_peer_access(int gpus) {
+  static std::set<std::pair<int, int>> enabled;
   for (int i = 0; i < gpus; ++i)
     for (int j = 0; j < gpus; ++j) {
-      if (i == j) continue;
+      if (i == j || enabled.count({i, j})) continue;
       int can = 0;
       CUDA_CHECK(cudaDeviceCanAccessPeer(&can, i, j));
       if (!can) return false;
@@ -72,6 +76,7 @@ inline bool enable_peer_access(int gpus) {
       const cudaError_t e = cudaDeviceEnablePeerAccess(j, 0);
       if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
       else CUDA_CHECK(e);
+      enabled.insert({i, j});
     }
   CUDA_CHECK(cudaSetDevice(0));
   return true;

@@ -148,6 +148,9 @@ TEST_SUITE("gpu") {
     CAPTURE(gpus);
     CAPTURE(n);
     CAPTURE(graph);
+    // Under compute-sanitizer (KL_SANITIZE=1) the checks are for our kernels: NCCL's own kernels and
+    // set-up trip synccheck (divergent barriers by design) and memcheck's API-error reports.
+    if (st.library && kl::sanitizing()) return;
     lesson10::GroupOwner owner(gpus, n);
     lesson10::Group& g = owner.g;
     const lesson10::Reference ref = lesson10::upload_inputs(g, inputs);
