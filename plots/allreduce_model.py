@@ -1,6 +1,6 @@
-"""allreduce_model.py [--csv results/h100x2/lesson10.csv] [--step NAME] [--out DIR]: lesson 10 beyond
+"""allreduce_model.py [--csv results/h200/lesson10.csv] [--step NAME] [--out DIR]: lesson 10 beyond
 two GPUs, on paper. An alpha-beta cost model of the all-reduce of n bytes over G GPUs (ring, double
-binary tree, two-level), drawn for G = 2 ... 1024 into DIR/lesson10_model.png (default results/h100x2).
+binary tree, two-level), drawn for G = 2 ... 1024 into DIR/lesson10_model.png (default results/h200).
 
 Every link costs alpha seconds a message plus bytes / beta. The links are the assumptions of LINKS
 below. With --csv, the NVLink link is fitted to the measured 2-GPU times of one step of lesson 10
@@ -51,7 +51,7 @@ NICS_PER_NODE = 8  # DGX H100: 8 ConnectX-7 ports of 400 Gb/s for the compute fa
 SIZES = {"1 MiB": 1 << 20, "64 MiB": 64 << 20, "1 GiB": 1 << 30}
 GPU_COUNTS = [2 ** k for k in range(1, 11)]  # 2 ... 1024
 DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "f64": 8}
-DEFAULT_CSV = os.path.join(klplot.ROOT, "results", "h100x2", "lesson10.csv")
+DEFAULT_CSV = os.path.join(klplot.ROOT, "results", "h200", "lesson10.csv")
 
 
 # --- one level: G GPUs on one kind of link ----------------------------------------------------------
@@ -233,7 +233,7 @@ def main(argv=None):
     parser.add_argument("--csv", default=DEFAULT_CSV, help="lesson 10's CSV of a 2-GPU run (default %(default)s)")
     parser.add_argument("--step", default="nccl", help="the step whose times are fitted: its step column or "
                         "a part of its name (default %(default)s, the library row)")
-    parser.add_argument("--out", default=os.path.join(klplot.ROOT, "results", "h100x2"), help="folder of the PNG")
+    parser.add_argument("--out", default=os.path.join(klplot.ROOT, "results", "h200"), help="folder of the PNG")
     args = parser.parse_args(argv)
     links, note = LINKS, None
     if os.path.exists(args.csv):

@@ -119,9 +119,10 @@ def _is_reference(step):
     return step in ("lib", "pytorch")
 
 
-def bar_chart(rows, shape, title, path, rate="gbps"):
+def bar_chart(rows, shape, title, path, rate="gbps", copy_label="device copy"):
     """One bar per step at `shape` (log y), reference steps in grey, FAILED steps labelled, and the
-    measured copy bandwidth as a dashed line. Returns the path, or None when no row has that shape."""
+    measured copy bandwidth as a dashed line, named `copy_label` (lesson 10's copy row is the peer
+    copy). Returns the path, or None when no row has that shape."""
     rows = latest(rows)
     copy = copy_gbps(rows)
     at = [r for r in rows if r["shape"] == shape and r["step"] != "copy"]
@@ -134,7 +135,7 @@ def bar_chart(rows, shape, title, path, rate="gbps"):
     for i, (r, v) in enumerate(zip(at, values)):
         ax.text(i, max(v, 1e-3) * 1.15, "FAILED" if failed(r) else (f"{v:.0f}" if v >= 100 else f"{v:.3g}"), ha="center", fontsize=8)
     if rate == "gbps" and not math.isnan(copy):
-        ax.axhline(copy, color="tab:red", linestyle="--", label=f"device copy {copy:.0f} GB/s")
+        ax.axhline(copy, color="tab:red", linestyle="--", label=f"{copy_label} {copy:.0f} GB/s")
         ax.legend(loc="lower right")
     ax.set_yscale("log")
     ax.set_ylim(top=max(values + [copy if not math.isnan(copy) else 0]) * 4)  # room for the labels
@@ -144,10 +145,11 @@ def bar_chart(rows, shape, title, path, rate="gbps"):
     return save(fig, path)
 
 
-def sweep_chart(rows, xlabel, title, path, rate="gbps", steps=None):
+def sweep_chart(rows, xlabel, title, path, rate="gbps", steps=None, copy_label="device copy"):
     """Rate vs the shape's first number (log-log), one line per step (dashed for library and
-    PyTorch), the copy bandwidth dotted. `steps` limits the lines to those step labels. A row timed
-    on fewer values and scaled (its name marked "[scaled") is left out: only sizes a step ran at."""
+    PyTorch), the copy bandwidth dotted and named `copy_label`. `steps` limits the lines to those step
+    labels. A row timed on fewer values and scaled (its name marked "[scaled") is left out: only sizes
+    a step ran at."""
     copy = copy_gbps(rows)
     rows = [r for r in latest(rows) if r["step"] != "copy" and "[scaled" not in r["name"]]
     keys = sorted({(r["step"], r["name"]) for r in rows if steps is None or r["step"] in steps})
@@ -161,7 +163,7 @@ def sweep_chart(rows, xlabel, title, path, rate="gbps", steps=None):
             ax.plot(*zip(*pts), "--" if _is_reference(key[0]) else "-", marker="o", markersize=3,
                     label=f"{key[0]}: {key[1]}")
     if rate == "gbps" and not math.isnan(copy):
-        ax.axhline(copy, color="tab:red", linestyle=":", label="device copy")
+        ax.axhline(copy, color="tab:red", linestyle=":", label=copy_label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel(xlabel)
