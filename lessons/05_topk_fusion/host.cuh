@@ -149,13 +149,16 @@ inline Logits parse_logits(const std::optional<std::string>& text) {
 }
 
 // --sweep: R = 4096 with V in {32000, 50257, 128256} x K in {1, 10, 50}; K = 2 ... 64 at V = 50257
-// (the speed-up vs K figure); and the decode case R = 8, V = 128256, K = 50.
+// (the speed-up vs K figure); decode, R = 1 ... 1024 at V = 128256, K = 50; and MoE routing, R = 16384
+// and 65536 tokens over 8 experts (top-1, top-2), 64 (top-6), 128 and 256 (top-8).
 inline std::vector<Shape> sweep_shapes() {
   std::vector<Shape> shapes;
   for (int v : {32000, 50257, 128256})
     for (int k : {1, 10, 50}) shapes.push_back({4096, v, k});
   for (int k : {2, 4, 8, 16, 32, 64}) shapes.push_back({4096, 50257, k});
-  shapes.push_back({8, 128256, 50});
+  for (std::int64_t r : {1, 8, 32, 64, 256, 1024}) shapes.push_back({r, 128256, 50});
+  for (std::int64_t r : {16384, 65536})
+    for (const auto& [v, k] : {std::pair{8, 1}, {8, 2}, {64, 6}, {128, 8}, {256, 8}}) shapes.push_back({r, v, k});
   return shapes;
 }
 

@@ -125,13 +125,14 @@ __device__ __forceinline__ void add_to_sum(float& m, float& s, float x) {
   s += kl::fast_exp(x - (m == -INFINITY ? 0.f : m));
 }
 
-// Butterfly over the warp with kl::combine (common/softmax_math.cuh): every lane ends with the row's
-// (m, s), bit for bit the same. A lane that met a NaN while its max was still -inf holds (-inf, NaN)
-// (add_to_sum keeps NaN out of the max), which kl::combine would take for an empty part: such a lane
-// first makes its max NaN too, so that the NaN reaches the whole row.
-__device__ __forceinline__ void warp_stats(float& m, float& s) {
+// Butterfly over the warp (or over each aligned group of `width` lanes, a power of two) with
+// kl::combine (common/softmax_math.cuh): every lane ends with its row's (m, s), bit for bit the same.
+// A lane that met a NaN while its max was still -inf holds (-inf, NaN) (add_to_sum keeps NaN out of
+// the max), which kl::combine would take for an empty part: such a lane first makes its max NaN too,
+// so that the NaN reaches the whole row.
+__device__ __forceinline__ void warp_stats(float& m, float& s, int width = 32) {
   if (s != s) m = s;
-  for (int offset = 16; offset > 0; offset /= 2) {
+  for (int offset = width / 2; offset > 0; offset /= 2) {
     const kl::MaxSum r =
         kl::combine({m, s}, {__shfl_xor_sync(kl::kFullMask, m, offset), __shfl_xor_sync(kl::kFullMask, s, offset)});
     m = r.m;

@@ -83,11 +83,12 @@ void check_all_steps(const std::vector<float>& xq, std::int64_t rows, int vocab,
 }
 
 // Shapes every lesson is checked on: a row shorter than a warp, awkward lengths (not multiples of the
-// 4- or 8-element pack), vocabularies up to 262144; KL_SANITIZE=1 keeps small ones.
+// 4- or 8-element pack), MoE rows (step 7: many rows per warp, the last warp part-filled), vocabularies
+// up to 262144; KL_SANITIZE=1 keeps small ones.
 std::vector<std::pair<std::int64_t, int>> test_shapes() {
-  if (kl::sanitizing()) return {{1, 1}, {3, 31}, {9, 33}, {4, 1000}, {2, 4097}, {2, 9001}};
-  return {{1, 1},    {3, 2},     {5, 31},    {7, 33},    {64, 100},  {9, 1000},   {4, 1024},  {300, 4096},
-          {3, 4097}, {2, 12345}, {3, 32000}, {3, 50257}, {2, 65536}, {1, 128256}, {2, 262144}};
+  if (kl::sanitizing()) return {{1, 1}, {3, 31}, {9, 33}, {70, 8}, {4, 1000}, {2, 4097}, {2, 9001}};
+  return {{1, 1},    {3, 2},      {5, 31},   {7, 33},    {64, 100},  {1000, 8},  {333, 64},  {97, 256},   {9, 1000},
+          {4, 1024}, {300, 4096}, {3, 4097}, {2, 12345}, {3, 32000}, {3, 50257}, {2, 65536}, {1, 128256}, {2, 262144}};
 }
 
 std::vector<int> test_ks(int vocab) {
@@ -121,13 +122,13 @@ TEST_CASE("the step table: unique names, unfused first, the dispatcher last") {
     CHECK(names.insert(st.name).second);
     CHECK((st.launch.run != nullptr));
   }
-  CHECK(std::size(kSteps) == 7);
+  CHECK(std::size(kSteps) == 8);
   CHECK_FALSE(kSteps[0].launch.fused);
   for (std::size_t i = 1; i < std::size(kSteps); ++i) CHECK(kSteps[i].launch.fused);
   CHECK(std::string(kSteps[lesson05::kDispatchStep - 1].name) == "dispatch");
   for (std::size_t i = 0; i < std::size(kSteps); ++i) {
     CHECK_FALSE(kSteps[i].library);  // step 1 is the ladder's first step, labelled "1" in the CSV
-    CHECK(kSteps[i].needs_sm == 0);  // steps 4-7: __reduce_add_sync on sm_80+, shuffles below (warp_sum)
+    CHECK(kSteps[i].needs_sm == 0);  // steps 4-6: __reduce_add_sync on sm_80+, shuffles below (warp_sum)
   }
 }
 
@@ -275,11 +276,11 @@ TEST_CASE("tolerance: the reference rounded to each written dtype passes, an err
 
 TEST_CASE(
     "the dispatcher: a warp per row for many rows or short rows (lane lists at K <= 2), a block for few, slices for "
-    "decode") {
+    "decode, lanes sized to the row for MoE routing") {
   using lesson05::choose_step;
   CHECK(choose_step(4096, 50257, 10, kH100Sms) == 4);
   CHECK(choose_step(4096, 128256, 10, kH100Sms) == 4);
-  CHECK(choose_step(100000, 100, 10, kH100Sms) == 4);
+  CHECK(choose_step(100000, 257, 10, kH100Sms) == 4);
   CHECK(choose_step(1, 1000, 10, kH100Sms) == 4);  // short: not worth a block
   CHECK(choose_step(8, 4096, 10, kH100Sms) == 4);
   CHECK(choose_step(2112, 50257, 10, kH100Sms) == 4);  // 16 warps per SM
@@ -292,10 +293,34 @@ TEST_CASE(
   CHECK(choose_step(4096, 50257, 2, kH100Sms) == 3);  // K <= 2: a lane's own list in registers
   CHECK(choose_step(4096, 50257, 1, kH100Sms) == 3);
   CHECK(choose_step(4096, 50257, 3, kH100Sms) == 4);
-  CHECK(choose_step(100000, 100, 1, kH100Sms) == 4);
+  CHECK(choose_step(100000, 257, 1, kH100Sms) == 4);
+  // MoE routing (V <= 256): a group of lanes sized to the row, at any R and K
+  CHECK(choose_step(65536, 8, 2, kH100Sms) == 7);
+  CHECK(choose_step(16384, 256, 8, kH100Sms) == 7);
+  CHECK(choose_step(100000, 100, 10, kH100Sms) == 7);
+  CHECK(choose_step(1, 8, 1, kH100Sms) == 7);
+  CHECK(choose_step(1, 256, 64, kH100Sms) == 7);
   CHECK(choose_step(2111, 50257, 1, kH100Sms) == 5);
   CHECK(choose_step(8, 128256, 1, kH100Sms) == 6);
   CHECK(lesson05::slice_count(1, 4097, 64, kH100Sms) == 2);  // past kShortRow a row always holds two slices
+}
+
+TEST_CASE("step 7's groups: the fewest lanes (a power of two, at most 32) that hold at most 8 logits each") {
+  using lesson05::lanes_per_row;
+  CHECK(lanes_per_row(1) == 1);
+  CHECK(lanes_per_row(8) == 1);
+  CHECK(lanes_per_row(9) == 2);
+  CHECK(lanes_per_row(64) == 8);
+  CHECK(lanes_per_row(65) == 16);
+  CHECK(lanes_per_row(256) == 32);
+  CHECK(lanes_per_row(257) == 32);
+  CHECK(lanes_per_row(lesson05::kMaxVocab) == 32);
+  for (int vocab = 1; vocab <= 300; ++vocab) {
+    const int g = lanes_per_row(vocab);
+    CHECK(32 % g == 0);  // groups never straddle a warp
+    CHECK((g == 32 || std::int64_t{g} * lesson05::kLogitsPerLane >= vocab));
+    CHECK((g == 1 || std::int64_t{g / 2} * lesson05::kLogitsPerLane < vocab));
+  }
 }
 
 TEST_CASE("step 6's slices: about two blocks per SM, each at least max(256, 32 K) logits, multiples of 8") {
@@ -330,16 +355,27 @@ TEST_CASE("the longest row kMaxVocab: every slice ends within int, and its seed 
   CHECK(lesson05::logits_seed({1, v, 64}) == std::uint64_t{v} * 131 + 64);
 }
 
-TEST_CASE("--sweep: V in {32000, 50257, 128256} x K in {1, 10, 50} at R = 4096, K = 2 ... 64, decode") {
+TEST_CASE("--sweep: V in {32000, 50257, 128256} x K in {1, 10, 50} at R = 4096, K = 2 ... 64, decode rows, MoE") {
   const auto shapes = lesson05::sweep_shapes();
-  CHECK(shapes.size() == 16);
-  int decode = 0;
+  CHECK(shapes.size() == 31);
+  int decode = 0, moe = 0, full = 0;
   for (const auto& sh : shapes) {
     CHECK(sh.k <= lesson05::kMaxK);
-    if (sh.rows == 8) ++decode;
-    else CHECK(sh.rows == 4096);
+    CHECK(sh.k <= sh.vocab);
+    if (sh.vocab <= lesson05::kTinyRow) {
+      ++moe;
+      CHECK((sh.rows == 16384 || sh.rows == 65536));
+    } else if (sh.rows == 4096) {
+      ++full;
+    } else {
+      ++decode;
+      CHECK(sh.vocab == 128256);
+      CHECK(sh.k == 50);
+    }
   }
-  CHECK(decode == 1);
+  CHECK(full == 15);
+  CHECK(decode == 6);
+  CHECK(moe == 10);
   CHECK(lesson05::kDefaultShape.rows == 4096);
   CHECK(lesson05::kDefaultShape.vocab == 50257);
   CHECK(lesson05::kDefaultShape.k == 10);

@@ -1,4 +1,4 @@
-// Lesson 05's product layer (a student may skip it): the dispatcher (step 7), the table of steps that
+// Lesson 05's product layer (a student may skip it): the dispatcher (step 8), the table of steps that
 // main.cu and test.cu walk, the public API topk<T>, and the run of every chosen step on one shape.
 // The problem and its reference are in problem.cuh, the steps in steps/, their shared pieces in parts.cuh.
 //
@@ -9,7 +9,8 @@
 //   4    warp_select            one K-best list per warp: a shared threshold, candidates appended to shared memory
 //   5    block_per_row          a block per row: 8 warps select, warp 0 sorts their lists together
 //   6    split_row              a row split over blocks + a second kernel merging the slices (decode)
-//   7    dispatch               picks step 3, 4, 5 or 6 by R, V and K
+//   7    lanes_per_row          short rows (MoE routing): a row per group of 1-32 lanes, step 2's lists and merge
+//   8    dispatch               picks step 3, 4, 5, 6 or 7 by R, V and K
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -28,10 +29,11 @@
 #include "lessons/05_topk_fusion/steps/04_warp_select.cuh"
 #include "lessons/05_topk_fusion/steps/05_block_per_row.cuh"
 #include "lessons/05_topk_fusion/steps/06_split_row.cuh"
+#include "lessons/05_topk_fusion/steps/07_lanes_per_row.cuh"
 
 namespace lesson05 {
 
-// ---- step 7: the dispatcher -----------------------------------------------------------------------
+// ---- step 8: the dispatcher -----------------------------------------------------------------------
 
 // A streaming kernel needs about 16 warps per SM, each with two 16-byte loads per lane in flight,
 // to cover the memory latency (H100: ~3.3 TB/s x ~0.8 us = ~2.6 MB in flight, ~20 KB per SM).
@@ -39,12 +41,15 @@ namespace lesson05 {
 // logits are never worth splitting. K sets step 6's slice length (slice_count). With a warp per
 // long row and K <= kLaneK, each lane's own K best in registers (step 3) beat the warp's shared list
 // (H100, R = 4096: f16 K = 1 and 2 take 0.63-0.83x the time of step 4, f32 0.97-1.02x).
+// Rows of at most kTinyRow logits (MoE routing) get a group of lanes sized to the row (step 7).
 constexpr int kWantedWarpsPerSm = 16;
 constexpr int kShortRow = 4096;
+constexpr int kTinyRow = 256;
 constexpr int kLaneK = 2;
 
 inline int choose_step(std::int64_t rows, int vocab, int k, int sms) {
   const std::int64_t wanted = std::int64_t{sms} * kWantedWarpsPerSm;
+  if (vocab <= kTinyRow) return 7;
   if (rows >= wanted && vocab > kShortRow && k <= kLaneK) return 3;
   if (vocab <= kShortRow || rows >= wanted) return 4;
   if (rows * kBlockWarps >= wanted) return 5;
@@ -85,10 +90,12 @@ inline const std::vector<Step> kSteps = {
              Launch{launch_block_per_row, true}),
     kl::step("split_row", "a row split over blocks + a second kernel merging the slices (decode)",
              Launch{launch_split_row, true}),
-    kl::step("dispatch", "picks step 3, 4, 5 or 6 by R, V and K", Launch{launch_dispatch, true}),
+    kl::step("lanes_per_row", "short rows (MoE routing): a row per group of 1-32 lanes, step 2's lists and merge",
+             Launch{launch_lanes_per_row, true}),
+    kl::step("dispatch", "picks step 3, 4, 5, 6 or 7 by R, V and K", Launch{launch_dispatch, true}),
 };
 
-inline constexpr int kDispatchStep = 7;
+inline constexpr int kDispatchStep = 8;
 
 inline void launch_dispatch(const Problem& p, Workspace& ws, cudaStream_t s) {
   kSteps[chosen_step(p) - 1].launch(p, ws, s);
@@ -119,7 +126,7 @@ inline std::string error_legend() {
   std::snprintf(
       line, sizeof line,
       "error:  max |p - ref| / (|ref| + abs/rel) over the K results, ref = float64 softmax; inf = a wrong index;\n"
-      "        passes at <= %.0e (steps 2-7, float results) or the dtype's rounding (step 1);  "
+      "        passes at <= %.0e (steps 2-8, float results) or the dtype's rounding (step 1);  "
       "[g] = CUDA-graph replay",
       tolerance(Dtype::f32).rel);
   return line;
@@ -167,6 +174,7 @@ std::vector<kl::Row> run_shape(const Shape& sh, kl::Context<Launch>& cx) {
     const int chosen = chosen_step(p);
     std::printf("%d dispatch ran step %d (%s)", kDispatchStep, chosen, kSteps[chosen - 1].name);
     if (chosen == 6) std::printf(" with %d slices per row", slice_count(sh.rows, sh.vocab, sh.k, kl::sm_count()));
+    if (chosen == 7) std::printf(" with %d lanes per row", lanes_per_row(sh.vocab));
     std::printf("\n");
   }
   return rows;
