@@ -10,7 +10,9 @@ import torch
 
 SWEEP = ([(4096, v, k) for v in (32000, 50257, 128256) for k in (1, 10, 50)]
          + [(4096, 50257, k) for k in (2, 4, 8, 16, 32, 64)]
-         + [(8, 128256, 50)])  # lesson05's --sweep, which includes its default R = 4096, V = 50257, K = 10
+         + [(r, 128256, 50) for r in (1, 8, 32, 64, 256, 1024)]
+         + [(r, v, k) for r in (16384, 65536) for v, k in ((8, 1), (8, 2), (64, 6), (128, 8), (256, 8))]
+         )  # lesson05's --sweep (host.cuh's sweep_shapes), which includes its default R = 4096, V = 50257, K = 10
 DTYPES = ((torch.float32, "f32", 4), (torch.float16, "f16", 2))
 
 

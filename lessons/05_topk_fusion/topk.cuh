@@ -202,7 +202,8 @@ inline kl::Lesson<Launch, Shape> lesson() {
   l.dtypes = {"f32", "f16", "bf16"};
   l.sweep_help =
       "R = 4096 with V in {32000, 50257, 128256} x K in {1, 10, 50}, K = 2 ... 64 at\n"
-      "               V = 50257, and the decode case R = 8, V = 128256, K = 50";
+      "               V = 50257, decode R = 1 ... 1024 at V = 128256, K = 50, and MoE routing:\n"
+      "               R = 16384, 65536 with V x K = 8 x 1, 8 x 2, 64 x 6, 128 x 8, 256 x 8";
   l.notes =
       "Logits are loaded in the dtype, arithmetic and results are f32.\n"
       "Bytes counted (the floor): R * V logits read once + R * K (probability, index) pairs written.\n";
