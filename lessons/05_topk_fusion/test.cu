@@ -294,12 +294,14 @@ TEST_CASE(
   CHECK(choose_step(4096, 50257, 1, kH100Sms) == 3);
   CHECK(choose_step(4096, 50257, 3, kH100Sms) == 4);
   CHECK(choose_step(100000, 257, 1, kH100Sms) == 4);
-  // MoE routing (V <= 256): a group of lanes sized to the row, at any R and K
+  // MoE routing (V <= 128): a group of lanes sized to the row, at any R and K; V <= 256: a warp per row
   CHECK(choose_step(65536, 8, 2, kH100Sms) == 7);
-  CHECK(choose_step(16384, 256, 8, kH100Sms) == 7);
   CHECK(choose_step(100000, 100, 10, kH100Sms) == 7);
   CHECK(choose_step(1, 8, 1, kH100Sms) == 7);
-  CHECK(choose_step(1, 256, 64, kH100Sms) == 7);
+  CHECK(choose_step(16384, 128, 8, kH100Sms) == 7);
+  CHECK(choose_step(16384, 129, 8, kH100Sms) == 3);
+  CHECK(choose_step(16384, 256, 8, kH100Sms) == 3);
+  CHECK(choose_step(1, 256, 64, kH100Sms) == 3);
   CHECK(choose_step(2111, 50257, 1, kH100Sms) == 5);
   CHECK(choose_step(8, 128256, 1, kH100Sms) == 6);
   CHECK(lesson05::slice_count(1, 4097, 64, kH100Sms) == 2);  // past kShortRow a row always holds two slices
@@ -362,7 +364,7 @@ TEST_CASE("--sweep: V in {32000, 50257, 128256} x K in {1, 10, 50} at R = 4096, 
   for (const auto& sh : shapes) {
     CHECK(sh.k <= lesson05::kMaxK);
     CHECK(sh.k <= sh.vocab);
-    if (sh.vocab <= lesson05::kTinyRow) {
+    if (sh.vocab <= lesson05::kSmallRow) {
       ++moe;
       CHECK((sh.rows == 16384 || sh.rows == 65536));
     } else if (sh.rows == 4096) {

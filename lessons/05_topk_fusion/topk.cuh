@@ -41,15 +41,20 @@ namespace lesson05 {
 // logits are never worth splitting. K sets step 6's slice length (slice_count). With a warp per
 // long row and K <= kLaneK, each lane's own K best in registers (step 3) beat the warp's shared list
 // (H100, R = 4096: f16 K = 1 and 2 take 0.63-0.83x the time of step 4, f32 0.97-1.02x).
-// Rows of at most kTinyRow logits (MoE routing) get a group of lanes sized to the row (step 7).
+// Rows of at most kTinyRow logits (MoE routing) get a group of lanes sized to the row (step 7: H100,
+// 16384-65536 rows, V = 8 0.18-0.48x the time of step 2, V = 128 0.84-0.90x); from there to
+// kSmallRow a whole warp's 32 lanes hold 4-8 logits each, one or two 16-byte loads (step 3: at
+// V = 256, K = 8 within 3 % of step 2 and 0.77-0.83x the time of step 7).
 constexpr int kWantedWarpsPerSm = 16;
 constexpr int kShortRow = 4096;
-constexpr int kTinyRow = 256;
+constexpr int kTinyRow = 128;
+constexpr int kSmallRow = 256;
 constexpr int kLaneK = 2;
 
 inline int choose_step(std::int64_t rows, int vocab, int k, int sms) {
   const std::int64_t wanted = std::int64_t{sms} * kWantedWarpsPerSm;
   if (vocab <= kTinyRow) return 7;
+  if (vocab <= kSmallRow) return 3;
   if (rows >= wanted && vocab > kShortRow && k <= kLaneK) return 3;
   if (vocab <= kShortRow || rows >= wanted) return 4;
   if (rows * kBlockWarps >= wanted) return 5;
