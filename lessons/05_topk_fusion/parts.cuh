@@ -28,7 +28,7 @@ struct Workspace {
   std::int64_t prepared_rows = -1;
   int prepared_vocab = -1;
   Dtype prepared_dtype = Dtype::f32;
-  // step 6: each slice's top-k keys and its (max, sum)
+  // steps 6 and 8: each slice's top-k keys and its (max, sum)
   kl::DeviceBuffer<unsigned long long> part_keys;
   kl::DeviceBuffer<float2> part_stats;
 };

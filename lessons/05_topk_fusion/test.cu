@@ -1,5 +1,5 @@
 // Lesson 05 checks. CPU cases: the keys' order, the reference and its checker, K rounding, argument
-// validation, the dispatcher's choices and step 6's slices, the step table, the sweep. The "gpu"
+// validation, the dispatcher's choices, step 6's and step 8's slices, the step table, the sweep. The "gpu"
 // suite runs every step (and the dispatcher) on fresh logits in all three dtypes and many shapes
 // and K, outputs poisoned, against the float64 reference; then the special values: ties, -inf,
 // NaN, +inf; unaligned views; R = 1 and R = 10^5; bad K; graph capture; the public API.
@@ -122,13 +122,13 @@ TEST_CASE("the step table: unique names, unfused first, the dispatcher last") {
     CHECK(names.insert(st.name).second);
     CHECK((st.launch.run != nullptr));
   }
-  CHECK(std::size(kSteps) == 8);
+  CHECK(std::size(kSteps) == 9);
   CHECK_FALSE(kSteps[0].launch.fused);
   for (std::size_t i = 1; i < std::size(kSteps); ++i) CHECK(kSteps[i].launch.fused);
   CHECK(std::string(kSteps[lesson05::kDispatchStep - 1].name) == "dispatch");
   for (std::size_t i = 0; i < std::size(kSteps); ++i) {
     CHECK_FALSE(kSteps[i].library);  // step 1 is the ladder's first step, labelled "1" in the CSV
-    CHECK(kSteps[i].needs_sm == 0);  // steps 4-6: __reduce_add_sync on sm_80+, shuffles below (warp_sum)
+    CHECK(kSteps[i].needs_sm == 0);  // steps 4-6: __reduce_add_sync on sm_80+, shuffles below; step 8: sm_70+
   }
 }
 
@@ -338,6 +338,44 @@ TEST_CASE("step 6's slices: about two blocks per SM, each at least max(256, 32 K
       const int len = lesson05::slice_length(vocab, slices);
       CHECK(len % 8 == 0);
       CHECK(std::int64_t{len} * slices >= vocab);
+    }
+  }
+}
+
+TEST_CASE(
+    "step 8's slices: a chunk of 4096 each, at most 4096 / K (the merge's keys fit a chunk), chunks shared evenly") {
+  using lesson05::kRadixChunk;
+  using lesson05::radix_chunks;
+  using lesson05::radix_first_chunk;
+  using lesson05::radix_slices;
+  CHECK(kRadixChunk == 4096);
+  CHECK(radix_chunks(1) == 1);
+  CHECK(radix_chunks(4096) == 1);
+  CHECK(radix_chunks(4097) == 2);
+  CHECK(radix_chunks(lesson05::kMaxVocab) == 524286);
+  CHECK(radix_slices(128256, 50) == 32);  // decode: 32 blocks a row, a chunk each, at any R
+  CHECK(radix_slices(50257, 10) == 13);
+  CHECK(radix_slices(262144, 64) == 64);
+  CHECK(radix_slices(262145, 64) == 64);  // 65 chunks: the last slice streams two
+  CHECK(radix_first_chunk(262145, 64, 63) == 63);
+  CHECK(radix_first_chunk(262145, 64, 64) == 65);
+  CHECK(radix_slices(1000, 64) == 1);  // one slice: no merge
+  CHECK(radix_slices(1 << 24, 1) == 4096);
+  CHECK(radix_slices(lesson05::kMaxVocab, 64) == 64);
+  for (int vocab : {1, 7, 4096, 4097, 50257, 128256, 262144, 262145, 1 << 24, lesson05::kMaxVocab}) {
+    for (int k : {1, 10, 50, 64}) {
+      if (k > vocab) continue;
+      const int slices = radix_slices(vocab, k), chunks = radix_chunks(vocab);
+      CAPTURE(vocab);
+      CAPTURE(k);
+      CHECK(slices * k <= kRadixChunk);
+      CHECK(radix_first_chunk(vocab, slices, 0) == 0);
+      CHECK(radix_first_chunk(vocab, slices, slices) == chunks);
+      for (int j = 0; j < slices; ++j) {  // C / S chunks a slice, rounded down or up: none is empty
+        const int n = radix_first_chunk(vocab, slices, j + 1) - radix_first_chunk(vocab, slices, j);
+        REQUIRE(n >= chunks / slices);
+        REQUIRE(n <= (chunks + slices - 1) / slices);
+      }
     }
   }
 }
@@ -555,7 +593,7 @@ TEST_SUITE("gpu") {
     }
   }
 
-  TEST_CASE("a NaN makes its row's probabilities NaN (+inf too); steps 2-7 rank those positions first") {
+  TEST_CASE("a NaN makes its row's probabilities NaN (+inf too); steps 2-9 rank those positions first") {
     for (const auto& sh : special_shapes()) {
       const std::int64_t rows = sh.first;
       const int vocab = sh.second, k = std::min(vocab, 5);
@@ -597,6 +635,35 @@ TEST_SUITE("gpu") {
         CAPTURE(offset);
         check_all_steps<float>(x, rows, vocab, std::min(vocab, 10), offset);
         check_all_steps<__half>(quantize<__half>(x), rows, vocab, std::min(vocab, 10), offset + 2);
+      }
+    }
+  }
+
+  TEST_CASE("step 8 with other slice counts, f32: slices of several chunks, a merge of several chunks of keys") {
+    const std::int64_t rows = 2;
+    // 300000 logits: 74 chunks; 64 slices of 2 chunks at K = 64 (radix_slices), and 74 slices of one
+    // (74 x 64 keys: a merge of 2 chunks). KL_SANITIZE=1: 3 chunks, streamed by one block.
+    const std::vector<int> vocabs = kl::sanitizing() ? std::vector<int>{9001} : std::vector<int>{20011, 300000};
+    for (int vocab : vocabs) {
+      const auto x = kl::normal_floats(rows * vocab, 0, 2, kl::seed_for(565 + vocab));
+      const kl::DeviceBuffer<float> dx(x);
+      for (int k : {1, 50, 64}) {
+        const lesson05::Reference ref = lesson05::reference(x, rows, vocab, k);
+        kl::DeviceBuffer<float> prob(rows * k);
+        kl::DeviceBuffer<int> idx(rows * k);
+        lesson05::Workspace ws;
+        for (int slices : {1, 2, lesson05::radix_slices(vocab, k), lesson05::radix_chunks(vocab)}) {
+          CAPTURE(vocab);
+          CAPTURE(k);
+          CAPTURE(slices);
+          prob.poison();
+          idx.poison();
+          lesson05::run_radix<float>({dx.data(), prob.data(), idx.data(), rows, vocab, k, Dtype::f32}, slices, ws,
+                                     nullptr);
+          CUDA_CHECK(cudaDeviceSynchronize());
+          const lesson05::Tolerance tol = lesson05::tolerance(Dtype::f32);
+          CHECK(lesson05::max_error(prob.download(), idx.download(), ref, x, tol, true) <= tol.rel);
+        }
       }
     }
   }

@@ -1,4 +1,4 @@
-// Lesson 05's product layer (a student may skip it): the dispatcher (step 8), the table of steps that
+// Lesson 05's product layer (a student may skip it): the dispatcher (step 9), the table of steps that
 // main.cu and test.cu walk, the public API topk<T>, and the run of every chosen step on one shape.
 // The problem and its reference are in problem.cuh, the steps in steps/, their shared pieces in parts.cuh.
 //
@@ -10,7 +10,8 @@
 //   5    block_per_row          a block per row: 8 warps select, warp 0 sorts their lists together
 //   6    split_row              a row split over blocks + a second kernel merging the slices (decode)
 //   7    lanes_per_row          short rows (MoE routing): a row per group of 1-32 lanes, step 2's lists and merge
-//   8    dispatch               picks step 3, 4, 5, 6 or 7 by R, V and K
+//   8    radix_select           decode: slices select their K best by a block radix histogram, a block per row merges
+//   9    dispatch               picks step 3, 4, 5, 6 or 7 by R, V and K
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -30,10 +31,11 @@
 #include "lessons/05_topk_fusion/steps/05_block_per_row.cuh"
 #include "lessons/05_topk_fusion/steps/06_split_row.cuh"
 #include "lessons/05_topk_fusion/steps/07_lanes_per_row.cuh"
+#include "lessons/05_topk_fusion/steps/08_radix_select.cuh"
 
 namespace lesson05 {
 
-// ---- step 8: the dispatcher -----------------------------------------------------------------------
+// ---- step 9: the dispatcher -----------------------------------------------------------------------
 
 // A streaming kernel needs about 16 warps per SM, each with two 16-byte loads per lane in flight,
 // to cover the memory latency (H100: ~3.3 TB/s x ~0.8 us = ~2.6 MB in flight, ~20 KB per SM).
@@ -81,7 +83,7 @@ struct Launch {
 using Step = kl::Step<Launch>;
 
 // Every step runs on any GPU from sm_75: the selection of steps 4-6 counts the warp's candidates
-// with __reduce_add_sync on sm_80+ and with shuffles below (warp_sum).
+// with __reduce_add_sync on sm_80+ and with shuffles below (warp_sum); step 8's __match_any_sync is sm_70+.
 inline const std::vector<Step> kSteps = {
     kl::step("unfused", "lesson 04 softmax writes R x V probs; cub segmented radix sort; keep K",
              Launch{launch_unfused, false}),
@@ -97,10 +99,12 @@ inline const std::vector<Step> kSteps = {
              Launch{launch_split_row, true}),
     kl::step("lanes_per_row", "short rows (MoE routing): a row per group of 1-32 lanes, step 2's lists and merge",
              Launch{launch_lanes_per_row, true}),
+    kl::step("radix_select", "decode: slices select their K best by a block radix histogram, a block per row merges",
+             Launch{launch_radix_select, true}),
     kl::step("dispatch", "picks step 3, 4, 5, 6 or 7 by R, V and K", Launch{launch_dispatch, true}),
 };
 
-inline constexpr int kDispatchStep = 8;
+inline constexpr int kDispatchStep = 9;
 
 inline void launch_dispatch(const Problem& p, Workspace& ws, cudaStream_t s) {
   kSteps[chosen_step(p) - 1].launch(p, ws, s);
@@ -114,7 +118,7 @@ inline void run_step(const Step& st, const Problem& p, Workspace& ws, cudaStream
 }
 
 // The public API: the k largest softmax probabilities of each row of x [rows, vocab] and their
-// indices, sorted (ties: the lower index first), through the dispatcher. ws keeps step 6's scratch
+// indices, sorted (ties: the lower index first), through the dispatcher. ws keeps steps 6 and 8's scratch
 // between calls (and makes a repeated call capturable in a CUDA graph). Throws kl::UsageError,
 // launching nothing, when k is not in 1..64 or k > vocab.
 template <class T>
@@ -131,7 +135,7 @@ inline std::string error_legend() {
   std::snprintf(
       line, sizeof line,
       "error:  max |p - ref| / (|ref| + abs/rel) over the K results, ref = float64 softmax; inf = a wrong index;\n"
-      "        passes at <= %.0e (steps 2-8, float results) or the dtype's rounding (step 1);  "
+      "        passes at <= %.0e (steps 2-9, float results) or the dtype's rounding (step 1);  "
       "[g] = CUDA-graph replay",
       tolerance(Dtype::f32).rel);
   return line;
