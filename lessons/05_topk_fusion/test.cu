@@ -286,10 +286,10 @@ TEST_CASE(
   CHECK(choose_step(2112, 50257, 10, kH100Sms) == 4);  // 16 warps per SM
   CHECK(choose_step(2111, 50257, 10, kH100Sms) == 5);
   CHECK(choose_step(264, 50257, 10, kH100Sms) == 5);
-  CHECK(choose_step(263, 50257, 10, kH100Sms) == 6);
-  CHECK(choose_step(8, 128256, 10, kH100Sms) == 6);  // decode
-  CHECK(choose_step(64, 50257, 10, kH100Sms) == 6);
-  CHECK(choose_step(1, 4097, 10, kH100Sms) == 6);
+  CHECK(choose_step(263, 50257, 10, kH100Sms) == 8);
+  CHECK(choose_step(8, 128256, 10, kH100Sms) == 8);  // decode
+  CHECK(choose_step(64, 50257, 10, kH100Sms) == 8);
+  CHECK(choose_step(1, 4097, 10, kH100Sms) == 8);
   CHECK(choose_step(4096, 50257, 2, kH100Sms) == 3);  // K <= 2: a lane's own list in registers
   CHECK(choose_step(4096, 50257, 1, kH100Sms) == 3);
   CHECK(choose_step(4096, 50257, 3, kH100Sms) == 4);
@@ -303,7 +303,7 @@ TEST_CASE(
   CHECK(choose_step(16384, 256, 8, kH100Sms) == 3);
   CHECK(choose_step(1, 256, 64, kH100Sms) == 3);
   CHECK(choose_step(2111, 50257, 1, kH100Sms) == 5);
-  CHECK(choose_step(8, 128256, 1, kH100Sms) == 6);
+  CHECK(choose_step(8, 128256, 1, kH100Sms) == 8);
   CHECK(lesson05::slice_count(1, 4097, 64, kH100Sms) == 2);  // past kShortRow a row always holds two slices
 }
 

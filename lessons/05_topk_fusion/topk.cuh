@@ -11,7 +11,7 @@
 //   6    split_row              a row split over blocks + a second kernel merging the slices (decode)
 //   7    lanes_per_row          short rows (MoE routing): a row per group of 1-32 lanes, step 2's lists and merge
 //   8    radix_select           decode: slices select their K best by a block radix histogram, a block per row merges
-//   9    dispatch               picks step 3, 4, 5, 6 or 7 by R, V and K
+//   9    dispatch               picks step 3, 4, 5, 7 or 8 by R, V and K
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -40,7 +40,7 @@ namespace lesson05 {
 // A streaming kernel needs about 16 warps per SM, each with two 16-byte loads per lane in flight,
 // to cover the memory latency (H100: ~3.3 TB/s x ~0.8 us = ~2.6 MB in flight, ~20 KB per SM).
 // A warp per row gives R warps; a block per row 8 R; slices make more. Rows of at most kShortRow
-// logits are never worth splitting. K sets step 6's slice length (slice_count). With a warp per
+// logits are never worth splitting. K caps step 8.s slices (radix_slices: 4096 / K). With a warp per
 // long row and K <= kLaneK, each lane's own K best in registers (step 3) beat the warp's shared list
 // (H100, R = 4096: f16 K = 1 and 2 take 0.63-0.83x the time of step 4, f32 0.97-1.02x).
 // Rows of at most kTinyRow logits (MoE routing) get a group of lanes sized to the row (step 7: H100,
@@ -60,7 +60,7 @@ inline int choose_step(std::int64_t rows, int vocab, int k, int sms) {
   if (rows >= wanted && vocab > kShortRow && k <= kLaneK) return 3;
   if (vocab <= kShortRow || rows >= wanted) return 4;
   if (rows * kBlockWarps >= wanted) return 5;
-  return 6;
+  return 8;
 }
 
 inline int chosen_step(const Problem& p) { return choose_step(p.rows, p.vocab, p.k, kl::sm_count()); }
@@ -101,7 +101,7 @@ inline const std::vector<Step> kSteps = {
              Launch{launch_lanes_per_row, true}),
     kl::step("radix_select", "decode: slices select their K best by a block radix histogram, a block per row merges",
              Launch{launch_radix_select, true}),
-    kl::step("dispatch", "picks step 3, 4, 5, 6 or 7 by R, V and K", Launch{launch_dispatch, true}),
+    kl::step("dispatch", "picks step 3, 4, 5, 7 or 8 by R, V and K", Launch{launch_dispatch, true}),
 };
 
 inline constexpr int kDispatchStep = 9;
@@ -182,7 +182,7 @@ std::vector<kl::Row> run_shape(const Shape& sh, kl::Context<Launch>& cx) {
   if (std::find(cx.chosen.begin(), cx.chosen.end(), kDispatchStep - 1) != cx.chosen.end()) {
     const int chosen = chosen_step(p);
     std::printf("%d dispatch ran step %d (%s)", kDispatchStep, chosen, kSteps[chosen - 1].name);
-    if (chosen == 6) std::printf(" with %d slices per row", slice_count(sh.rows, sh.vocab, sh.k, kl::sm_count()));
+    if (chosen == 8) std::printf(" with %d slices per row", radix_slices(sh.vocab, sh.k));
     if (chosen == 7) std::printf(" with %d lanes per row", lanes_per_row(sh.vocab));
     std::printf("\n");
   }
