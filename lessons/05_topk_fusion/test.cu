@@ -286,7 +286,10 @@ TEST_CASE(
   CHECK(choose_step(2112, 50257, 10, kH100Sms) == 4);  // 16 warps per SM
   CHECK(choose_step(2111, 50257, 10, kH100Sms) == 5);
   CHECK(choose_step(264, 50257, 10, kH100Sms) == 5);
-  CHECK(choose_step(263, 50257, 10, kH100Sms) == 8);
+  CHECK(choose_step(263, 50257, 10, kH100Sms) == 5);
+  CHECK(choose_step(66, 50257, 10, kH100Sms) == 5);  // a quarter of the rows that fill the GPU
+  CHECK(choose_step(65, 50257, 10, kH100Sms) == 8);
+  CHECK(choose_step(256, 128256, 50, kH100Sms) == 5);
   CHECK(choose_step(8, 128256, 10, kH100Sms) == 8);  // decode
   CHECK(choose_step(64, 50257, 10, kH100Sms) == 8);
   CHECK(choose_step(1, 4097, 10, kH100Sms) == 8);

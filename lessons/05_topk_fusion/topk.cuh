@@ -52,6 +52,10 @@ constexpr int kShortRow = 4096;
 constexpr int kTinyRow = 128;
 constexpr int kSmallRow = 256;
 constexpr int kLaneK = 2;
+// Step 8's selects cost each row's blocks a fixed number of passes, so its time grows with R (H100,
+// V = 128256, K = 50: 20 us at R = 1, 63 at R = 64, 196 at R = 256), while step 5's block per row
+// stays near 90 us until its blocks fill the GPU: step 5 from a quarter of that (R >= 66 on the H100).
+constexpr int kRadixShare = 4;
 
 inline int choose_step(std::int64_t rows, int vocab, int k, int sms) {
   const std::int64_t wanted = std::int64_t{sms} * kWantedWarpsPerSm;
@@ -59,7 +63,7 @@ inline int choose_step(std::int64_t rows, int vocab, int k, int sms) {
   if (vocab <= kSmallRow) return 3;
   if (rows >= wanted && vocab > kShortRow && k <= kLaneK) return 3;
   if (vocab <= kShortRow || rows >= wanted) return 4;
-  if (rows * kBlockWarps >= wanted) return 5;
+  if (rows * kBlockWarps * kRadixShare >= wanted) return 5;
   return 8;
 }
 
