@@ -275,39 +275,42 @@ TEST_CASE("tolerance: the reference rounded to each written dtype passes, an err
 }
 
 TEST_CASE(
-    "the dispatcher: a warp per row for many rows or short rows (lane lists at K <= 2), a block for few, slices for "
-    "decode, lanes sized to the row for MoE routing") {
+    "the dispatcher: lanes sized to the row for MoE routing, a warp per row for many rows or short rows (lane lists at "
+    "K <= 2), a block for fewer, radix selects for decode") {
   using lesson05::choose_step;
+  using lesson05::Dtype;
   CHECK(choose_step(4096, 50257, 10, kH100Sms) == 4);
   CHECK(choose_step(4096, 128256, 10, kH100Sms) == 4);
   CHECK(choose_step(100000, 257, 10, kH100Sms) == 4);
   CHECK(choose_step(1, 1000, 10, kH100Sms) == 4);  // short: not worth a block
   CHECK(choose_step(8, 4096, 10, kH100Sms) == 4);
-  CHECK(choose_step(2112, 50257, 10, kH100Sms) == 4);  // 16 warps per SM
-  CHECK(choose_step(2111, 50257, 10, kH100Sms) == 5);
-  CHECK(choose_step(264, 50257, 10, kH100Sms) == 5);
-  CHECK(choose_step(263, 50257, 10, kH100Sms) == 5);
-  CHECK(choose_step(66, 50257, 10, kH100Sms) == 5);  // a quarter of the rows that fill the GPU
-  CHECK(choose_step(65, 50257, 10, kH100Sms) == 8);
+  CHECK(choose_step(2112, 50257, 10, kH100Sms) == 4);
+  CHECK(choose_step(528, 50257, 10, kH100Sms) == 4);  // a quarter of 16 warps per SM
+  CHECK(choose_step(1024, 128256, 50, kH100Sms) == 4);
+  CHECK(choose_step(527, 50257, 10, kH100Sms) == 5);
   CHECK(choose_step(256, 128256, 50, kH100Sms) == 5);
-  CHECK(choose_step(8, 128256, 10, kH100Sms) == 8);  // decode
-  CHECK(choose_step(64, 50257, 10, kH100Sms) == 8);
+  CHECK(choose_step(66, 50257, 10, kH100Sms) == 5);  // 8 warps a row: a quarter of 16 per SM
+  CHECK(choose_step(65, 50257, 10, kH100Sms) == 8);
+  CHECK(choose_step(64, 128256, 50, kH100Sms) == 8);  // decode
+  CHECK(choose_step(8, 128256, 10, kH100Sms) == 8);
   CHECK(choose_step(1, 4097, 10, kH100Sms) == 8);
+  CHECK(choose_step(8, 128256, 1, kH100Sms) == 8);
   CHECK(choose_step(4096, 50257, 2, kH100Sms) == 3);  // K <= 2: a lane's own list in registers
   CHECK(choose_step(4096, 50257, 1, kH100Sms) == 3);
   CHECK(choose_step(4096, 50257, 3, kH100Sms) == 4);
+  CHECK(choose_step(2111, 50257, 1, kH100Sms) == 4);
   CHECK(choose_step(100000, 257, 1, kH100Sms) == 4);
-  // MoE routing (V <= 128): a group of lanes sized to the row, at any R and K; V <= 256: a warp per row
+  // MoE routing (V <= 128): a group of lanes sized to the row, at any R, K and dtype
   CHECK(choose_step(65536, 8, 2, kH100Sms) == 7);
-  CHECK(choose_step(100000, 100, 10, kH100Sms) == 7);
+  CHECK(choose_step(100000, 100, 10, kH100Sms, Dtype::f16) == 7);
   CHECK(choose_step(1, 8, 1, kH100Sms) == 7);
-  CHECK(choose_step(16384, 128, 8, kH100Sms) == 7);
-  CHECK(choose_step(16384, 129, 8, kH100Sms) == 3);
-  CHECK(choose_step(16384, 256, 8, kH100Sms) == 3);
-  CHECK(choose_step(1, 256, 64, kH100Sms) == 3);
-  CHECK(choose_step(2111, 50257, 1, kH100Sms) == 5);
-  CHECK(choose_step(8, 128256, 1, kH100Sms) == 8);
-  CHECK(lesson05::slice_count(1, 4097, 64, kH100Sms) == 2);  // past kShortRow a row always holds two slices
+  CHECK(choose_step(16384, 128, 8, kH100Sms, Dtype::bf16) == 7);
+  // V <= 256: a warp per row; 16-bit rows in one 16-byte load a lane (step 3), f32 rows step 2
+  CHECK(choose_step(16384, 129, 8, kH100Sms) == 2);
+  CHECK(choose_step(16384, 256, 8, kH100Sms, Dtype::f32) == 2);
+  CHECK(choose_step(16384, 256, 8, kH100Sms, Dtype::f16) == 3);
+  CHECK(choose_step(1, 256, 64, kH100Sms, Dtype::bf16) == 3);
+  CHECK(lesson05::slice_count(1, 4097, 64, kH100Sms) == 2);  // step 6: past kShortRow a row holds two slices
 }
 
 TEST_CASE("step 7's groups: the fewest lanes (a power of two, at most 32) that hold at most 8 logits each") {

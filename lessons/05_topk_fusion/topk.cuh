@@ -11,7 +11,7 @@
 //   6    split_row              a row split over blocks + a second kernel merging the slices (decode)
 //   7    lanes_per_row          short rows (MoE routing): a row per group of 1-32 lanes, step 2's lists and merge
 //   8    radix_select           decode: slices select their K best by a block radix histogram, a block per row merges
-//   9    dispatch               picks step 3, 4, 5, 7 or 8 by R, V and K
+//   9    dispatch               picks step 2, 3, 4, 5, 7 or 8 by R, V, K and dtype
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -39,35 +39,34 @@ namespace lesson05 {
 
 // A streaming kernel needs about 16 warps per SM, each with two 16-byte loads per lane in flight,
 // to cover the memory latency (H100: ~3.3 TB/s x ~0.8 us = ~2.6 MB in flight, ~20 KB per SM).
-// A warp per row gives R warps; a block per row 8 R; slices make more. Rows of at most kShortRow
-// logits are never worth splitting. K caps step 8.s slices (radix_slices: 4096 / K). With a warp per
-// long row and K <= kLaneK, each lane's own K best in registers (step 3) beat the warp's shared list
-// (H100, R = 4096: f16 K = 1 and 2 take 0.63-0.83x the time of step 4, f32 0.97-1.02x).
 // Rows of at most kTinyRow logits (MoE routing) get a group of lanes sized to the row (step 7: H100,
-// 16384-65536 rows, V = 8 0.18-0.48x the time of step 2, V = 128 0.84-0.90x); from there to
-// kSmallRow a whole warp's 32 lanes hold 4-8 logits each, one or two 16-byte loads (step 3: at
-// V = 256, K = 8 within 3 % of step 2 and 0.77-0.83x the time of step 7).
+// 16384-65536 rows, V = 8 0.18-0.48x the time of step 2, V = 128 0.84-0.90x). Up to kSmallRow a warp
+// per row, 8 logits a lane: 16-bit rows in one 16-byte load a lane (step 3: 0.97x the time of step 2
+// at V = 256, K = 8), f32 rows in two, where step 3's reject never pays (1.03x step 2's time).
+// Long rows: with a warp per row and K <= kLaneK, each lane's own K best in registers (step 3) beat
+// the warp's shared list (H100, R = 4096: f16 K = 1 and 2 take 0.63-0.83x the time of step 4, f32
+// 0.97-1.02x). Otherwise the first of step 4 (R warps) and step 5 (8 R warps) whose warps reach a
+// quarter of the wanted ones (H100, V = 128256, K = 50: at R = 1024 step 5 took 1.14-1.56x the time
+// of step 4, at R = 256 0.40-0.52x), else step 8, whose radix selects cost each row's blocks a fixed
+// number of passes (20 us at R = 1, 63 at R = 64, 196 at R = 256 against step 5's 88-118).
 constexpr int kWantedWarpsPerSm = 16;
+constexpr int kEnoughShare = 4;
 constexpr int kShortRow = 4096;
 constexpr int kTinyRow = 128;
 constexpr int kSmallRow = 256;
 constexpr int kLaneK = 2;
-// Step 8's selects cost each row's blocks a fixed number of passes, so its time grows with R (H100,
-// V = 128256, K = 50: 20 us at R = 1, 63 at R = 64, 196 at R = 256), while step 5's block per row
-// stays near 90 us until its blocks fill the GPU: step 5 from a quarter of that (R >= 66 on the H100).
-constexpr int kRadixShare = 4;
 
-inline int choose_step(std::int64_t rows, int vocab, int k, int sms) {
-  const std::int64_t wanted = std::int64_t{sms} * kWantedWarpsPerSm;
+inline int choose_step(std::int64_t rows, int vocab, int k, int sms, Dtype dtype = Dtype::f32) {
+  const std::int64_t wanted = std::int64_t{sms} * kWantedWarpsPerSm, enough = wanted / kEnoughShare;
   if (vocab <= kTinyRow) return 7;
-  if (vocab <= kSmallRow) return 3;
+  if (vocab <= kSmallRow) return dtype == Dtype::f32 ? 2 : 3;
   if (rows >= wanted && vocab > kShortRow && k <= kLaneK) return 3;
-  if (vocab <= kShortRow || rows >= wanted) return 4;
-  if (rows * kBlockWarps * kRadixShare >= wanted) return 5;
+  if (vocab <= kShortRow || rows >= enough) return 4;
+  if (rows * kBlockWarps >= enough) return 5;
   return 8;
 }
 
-inline int chosen_step(const Problem& p) { return choose_step(p.rows, p.vocab, p.k, kl::sm_count()); }
+inline int chosen_step(const Problem& p) { return choose_step(p.rows, p.vocab, p.k, kl::sm_count(), p.dtype); }
 
 inline void launch_dispatch(const Problem& p, Workspace& ws, cudaStream_t s);  // after the table
 
@@ -105,7 +104,7 @@ inline const std::vector<Step> kSteps = {
              Launch{launch_lanes_per_row, true}),
     kl::step("radix_select", "decode: slices select their K best by a block radix histogram, a block per row merges",
              Launch{launch_radix_select, true}),
-    kl::step("dispatch", "picks step 3, 4, 5, 7 or 8 by R, V and K", Launch{launch_dispatch, true}),
+    kl::step("dispatch", "picks step 2, 3, 4, 5, 7 or 8 by R, V, K and dtype", Launch{launch_dispatch, true}),
 };
 
 inline constexpr int kDispatchStep = 9;
