@@ -1,6 +1,7 @@
 """Lesson 05 figures: milliseconds per step and PyTorch's two rows against the read-once floor at the
-default shape (one panel per dtype), and the fused dispatcher's speed-up over step 1 and over
-PyTorch as K grows. Shapes are written "RxVxK=4096x50257x10"."""
+default shape (one panel per dtype), the fused dispatcher's speed-up over step 1 and over PyTorch as K
+grows, and the dispatcher against PyTorch where top-K runs in practice: decode rows (V = 128256,
+K = 50, R = 1 ...) and MoE routing (V <= 256). Shapes are written "RxVxK=4096x50257x10"."""
 import math
 import os
 
@@ -9,7 +10,7 @@ import klplot
 DEFAULT_SHAPE = "RxVxK=4096x50257x10"  # lesson05's default: R = 4096, V = 50257 (GPT-2), K = 10
 DTYPES = ("f32", "f16", "bf16")
 DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2}
-FUSED = "7"  # the dispatcher: what a user of the lesson's kernels gets
+FUSED = "dispatch"  # the dispatcher's name (its step number grew with the ladder): what a user gets
 REFERENCES = ("pytorch", "pytorch_topk")
 
 
@@ -71,7 +72,7 @@ def speedups(rows, dtype, over, vocab=50257, n_rows=4096):
             continue
         rr, v, k = dims(r["shape"])
         if (rr, v) == (n_rows, vocab):
-            ms[(r["step"], k)] = r["ms_median"]
+            ms[(FUSED if r["name"] == FUSED else r["step"], k)] = r["ms_median"]
     return sorted((k, ms[(over, k)] / t) for (step, k), t in ms.items() if step == FUSED and (over, k) in ms)
 
 
@@ -92,13 +93,69 @@ def speedup_figure(rows, path):
     ax.set_xticks(ks, [str(k) for k in ks])
     ax.set_yscale("log")
     ax.set_xlabel("K (probabilities kept per row)")
-    ax.set_ylabel(f"speed-up of step {FUSED} (dispatch)")
+    ax.set_ylabel("speed-up of the dispatcher")
     ax.set_title(f"Lesson 05: fused softmax + top-K vs K, R = 4096, V = 50257, {rows[0]['gpu']}")
     ax.legend(fontsize=7)
     return klplot.save(fig, path)
 
 
+DECODE = (128256, 50)  # V and K of the decode rows of the sweep
+MOE_VOCAB = 256  # rows this short are MoE routing
+
+
+def small_cells(rows):
+    """{(dtype, shape): {"dispatch": us, "pytorch": us}} at the decode shapes (V, K = DECODE, R < 4096) and
+    the MoE shapes (V <= MOE_VOCAB), FAILED rows left out."""
+    cells = {}
+    for r in klplot.latest(rows):
+        if r["step"] == "copy" or klplot.failed(r) or not (r["name"] == FUSED or r["step"] == "pytorch"):
+            continue
+        rr, v, k = dims(r["shape"])
+        if ((v, k) == DECODE and rr < 4096) or v <= MOE_VOCAB:
+            key = FUSED if r["name"] == FUSED else "pytorch"
+            cells.setdefault((r["dtype"], r["shape"]), {})[key] = r["ms_median"] * 1e3
+    return cells
+
+
+def small_figure(rows, path):
+    """Where top-K runs: µs of the dispatcher and of torch.topk(softmax) against R at the decode shapes
+    (left), and at the MoE routing shapes (right), f32 and f16."""
+    cells = small_cells(rows)
+    decode = sorted((s for s in cells if dims(s[1])[1:] == DECODE), key=lambda s: dims(s[1])[0])
+    moe = sorted({s[1] for s in cells if dims(s[1])[1] <= MOE_VOCAB}, key=lambda s: (dims(s)[1], dims(s)[2], dims(s)[0]))
+    if not decode and not moe:
+        return None
+    fig, (left, right) = klplot.plt.subplots(1, 2, figsize=(14, 4.8))
+    for dtype in DTYPES:
+        for who, style in ((FUSED, "-"), ("pytorch", ":")):
+            pts = [(dims(s)[0], cells[(d, s)][who]) for d, s in decode if d == dtype and who in cells[(d, s)]]
+            if pts:
+                left.plot(*zip(*pts), style, marker="o", markersize=3, label=f"{dtype} {'dispatch' if who == FUSED else 'torch.topk(softmax)'}")
+    left.set_xscale("log", base=2)
+    left.set_yscale("log")
+    left.set_xlabel("R (rows)")
+    left.set_ylabel("µs (median)")
+    left.set_title(f"decode: V = {DECODE[0]}, K = {DECODE[1]}")
+    if left.lines:
+        left.legend(fontsize=7)
+    width = 0.2
+    for j, (dtype, who) in enumerate((d, w) for d in ("f32", "f16") for w in (FUSED, "pytorch")):
+        xs = [(i + (j - 1.5) * width, cells[(dtype, s)][who]) for i, s in enumerate(moe) if who in cells.get((dtype, s), {})]
+        if xs:
+            right.bar(*zip(*xs), width, label=f"{dtype} {'dispatch' if who == FUSED else 'torch.topk(softmax)'}",
+                      color=("tab:blue" if who == FUSED else "tab:gray"), alpha=1.0 if dtype == "f32" else 0.55)
+    right.set_xticks(range(len(moe)), ["x".join(map(str, dims(s))) for s in moe], rotation=30, ha="right", fontsize=8)
+    right.set_yscale("log")
+    right.set_ylabel("µs (median)")
+    right.set_title("MoE routing: R x V (experts) x K")
+    if moe:
+        right.legend(fontsize=7)
+    fig.suptitle(f"Lesson 05 where top-K runs, {rows[0]['gpu']}")
+    return klplot.save(fig, path)
+
+
 def draw(rows, out_dir):
     paths = [steps_figure(rows, os.path.join(out_dir, "lesson05.png")),
-             speedup_figure(rows, os.path.join(out_dir, "lesson05_speedup.png"))]
+             speedup_figure(rows, os.path.join(out_dir, "lesson05_speedup.png")),
+             small_figure(rows, os.path.join(out_dir, "lesson05_small.png"))]
     return [p for p in paths if p]

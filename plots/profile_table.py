@@ -226,9 +226,12 @@ def human(v, unit, digits=lambda x: f"{x:.3g}"):
 
 
 def read(path):
-    """A profile CSV's rows at the lesson's default shape (no extra args), as text."""
+    """A profile CSV's rows at one shape, as text: the lesson's default (no extra args), or, in a file
+    that holds a single other shape (profile.sh --shape ... --out FILE), that shape's."""
     with open(path, newline="") as f:
-        return [r for r in csv.DictReader(f) if not r["args"]]
+        rows = list(csv.DictReader(f))
+    default = [r for r in rows if not r["args"]]
+    return rows if not default and len({r["args"] for r in rows}) == 1 else default
 
 
 def differences(mine, solution):

@@ -312,7 +312,7 @@ __device__ __forceinline__ void offer(Selection& sel, bool valid, float v, int i
 constexpr int kFullSortK = 32;
 
 // The sum of v over the warp's 32 lanes, in every lane: one instruction (__reduce_add_sync) on sm_80+,
-// a butterfly of 5 shuffles below, so that steps 4-7 run on every GPU from sm_75.
+// a butterfly of 5 shuffles below, so that steps 4-6 run on every GPU from sm_75.
 __device__ __forceinline__ int warp_sum(int v) {
 #if KL_ARCH_AT_LEAST(80)
   return __reduce_add_sync(kl::kFullMask, v);

@@ -30,10 +30,10 @@ class Lesson05Figures(unittest.TestCase):
         self.assertAlmostEqual(lesson05.floor_ms(lesson05.DEFAULT_SHAPE, "f32", 1000.0),
                                (4096 * 50257 * 4 + 4096 * 10 * 8) / 1e12 * 1e3)
 
-    def test_two_pngs(self):
+    def test_three_pngs(self):
         paths = lesson05.draw(self.rows, self.dir)
         names = sorted(os.path.basename(p) for p in paths)
-        self.assertEqual(names, ["lesson05.png", "lesson05_speedup.png"])
+        self.assertEqual(names, ["lesson05.png", "lesson05_small.png", "lesson05_speedup.png"])
         for p in paths:
             with open(p, "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
@@ -49,6 +49,22 @@ class Lesson05Figures(unittest.TestCase):
         only_default = [r for r in self.rows if r["shape"] == lesson05.DEFAULT_SHAPE and not r["step"].startswith("py")]
         paths = lesson05.draw(only_default + [r for r in self.rows if r["step"] == "copy"], self.dir)
         self.assertEqual([os.path.basename(p) for p in paths], ["lesson05.png"])
+
+    def test_decode_and_moe_figure(self):
+        def row(step, name, dtype, shape, ms):
+            return {"lesson": "05", "step": step, "name": name, "dtype": dtype, "shape": shape, "ms_median": ms,
+                    "gpu": "GPU X"}
+        rows = [row("9", "dispatch", "f32", "RxVxK=8x128256x50", 0.02), row("pytorch", "torch.topk(softmax)", "f32",
+                "RxVxK=8x128256x50", 0.1), row("9", "dispatch", "f16", "RxVxK=1x128256x50", 0.02),
+                row("9", "dispatch", "f32", "RxVxK=65536x8x2", 0.006), row("8", "radix_select", "f32", "RxVxK=8x128256x50", 1.0),
+                row("9", "dispatch", "f32", "RxVxK=4096x128256x50", 0.7)]
+        cells = lesson05.small_cells(rows)
+        self.assertEqual(cells[("f32", "RxVxK=8x128256x50")], {"dispatch": 20.0, "pytorch": 100.0})
+        self.assertNotIn(("f32", "RxVxK=4096x128256x50"), cells)  # the full batch is not decode
+        self.assertEqual(cells[("f32", "RxVxK=65536x8x2")], {"dispatch": 6.0})
+        path = lesson05.small_figure(rows, os.path.join(self.dir, "small.png"))
+        self.assertGreater(os.path.getsize(path), 10000)
+        self.assertIsNone(lesson05.small_figure(rows[-1:], os.path.join(self.dir, "none.png")))
 
     def test_summary_line(self):
         line = summary.summarize("lesson05", self.rows, lesson05.DEFAULT_SHAPE)

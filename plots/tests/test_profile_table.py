@@ -54,6 +54,21 @@ class Table(unittest.TestCase):
             self.assertEqual(shares, sorted(shares, reverse=True))
             self.assertLessEqual(sum(shares), 1.0 + 1e-9)
 
+    def test_read_takes_the_default_shape_or_a_files_only_shape(self):
+        head = "lesson,step,name,dtype,shape,args,kernel,duration_us\n"
+        mixed = head + "05,2,a,f32,S,,k2,1\n05,2,a,f32,T,--rows 8,k2,2\n"
+        single = head + "05,2,a,f32,T,--rows 8,k2,2\n05,4,b,f32,T,--rows 8,k4,3\n"
+        two = head + "05,2,a,f32,T,--rows 8,k2,2\n05,2,a,f32,U,--rows 9,k2,3\n"
+        with tempfile.TemporaryDirectory() as d:
+            def read(text):
+                path = os.path.join(d, "p.csv")
+                with open(path, "w") as f:
+                    f.write(text)
+                return [(r["step"], r["duration_us"]) for r in pt.read(path)]
+            self.assertEqual(read(mixed), [("2", "1")])  # the default shape wins
+            self.assertEqual(read(single), [("2", "2"), ("4", "3")])  # a profile of one other shape
+            self.assertEqual(read(two), [])  # several other shapes: none is the file's
+
     def test_a_library_step_of_two_kernels(self):
         rows, _ = self.rows("02_lib_cub.txt", lesson="02")
         self.assertEqual(len(rows), 2)
