@@ -1,6 +1,7 @@
 // The pieces several steps of lesson 05 share, each under the step that introduced it: the scratch
 // the steps keep, the compiled list lengths, the 64-bit keys, the per-thread sorted list, the online
-// softmax update, and the end of a warp-per-row kernel (the row's (m, s), the warp merge, the writes).
+// softmax update, the end of a warp-per-row kernel (the row's (m, s), the warp merge, the writes),
+// step 4's selection, step 5's block, and step 8's radix select of a block.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -495,6 +496,143 @@ __global__ void __launch_bounds__(kBlockThreads, 4)
   }
   for (int j = lane; j < k; j += 32) part_keys[static_cast<std::int64_t>(blockIdx.x) * k + j] = buffers[j];
   if (lane == 0) part_stats[blockIdx.x] = make_float2(m, s);
+}
+
+// ---- introduced by step 8 (a radix select per block) ---------------------------------------------
+
+// A block of 256 threads holds kRadixItems keys a thread: a chunk of 4096 logits (or keys) per select.
+constexpr int kRadixItems = 16;
+constexpr int kRadixChunk = kRadixItems * kBlockThreads;
+
+// A block's selection in shared memory: two histograms (a pass fills one while the next is zeroed),
+// the prefix of the k-th key found so far, and the winners.
+struct RadixShared {
+  alignas(16) unsigned hist[2][256];
+  Key prefix;
+  int done, count;
+  Key best[kMaxK];
+  float2 warp_ms[kBlockWarps];
+};
+
+// The threshold of the block's k best keys: exactly min(k, non-empty keys) are >= it (key 0, empty,
+// is never counted). Pass by pass from the top 8 bits, the keys that match the prefix add their next
+// digit to a histogram (the lanes of a warp with the same digit add once: normal logits crowd a few
+// bins), and warp 0 finds the bin of the k-th key, counting from the top. It stops when that bin
+// holds just the keys still needed: the keys are distinct, so by the 8th pass.
+template <int N>
+__device__ Key radix_threshold(const Key (&keys)[N], int k, RadixShared& sh) {
+  const int t = threadIdx.x, lane = t % 32;
+  sh.hist[0][t] = 0;
+  Key prefix = 0;
+  unsigned need = k;  // in warp 0: the keys still needed in the prefix's bin
+  __syncthreads();
+  for (int pass = 0, shift = 56;; ++pass, shift -= 8) {
+    unsigned* hist = sh.hist[pass % 2];
+    sh.hist[(pass + 1) % 2][t] = 0;  // for the next pass (warp 0 read it before the last sync)
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      const bool in = keys[i] != 0 && (shift == 56 || (keys[i] >> (shift + 8)) == (prefix >> (shift + 8)));
+      if (!__any_sync(kl::kFullMask, in)) continue;
+      const unsigned digit = in ? static_cast<unsigned>(keys[i] >> shift) & 255u : 256u;
+      const unsigned peers = __match_any_sync(kl::kFullMask, digit);
+      if (in && lane == __ffs(peers) - 1) atomicAdd(&hist[digit], __popc(peers));
+    }
+    __syncthreads();
+    if (t < 32) {  // lane l holds bins 8l ... 8l + 7; the keys above its bins are in the lanes above
+      const uint4* four = reinterpret_cast<const uint4*>(hist) + 2 * lane;  // 2 loads, 2-way bank conflicts
+      const uint4 lo = four[0], hi = four[1];
+      const unsigned h[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+      const unsigned own = h[0] + h[1] + h[2] + h[3] + h[4] + h[5] + h[6] + h[7];
+      unsigned upto = own;  // keys in this lane's bins and above
+      for (int offset = 1; offset < 32; offset *= 2) {
+        const unsigned up = __shfl_down_sync(kl::kFullMask, upto, offset);
+        if (lane + offset < 32) upto += up;
+      }
+      const bool here = upto - own < need && need <= upto;  // in one lane, unless fewer than need keys
+      unsigned above = upto - own, count = 0;               // in that lane: the keys above the bin, and in it
+      int bin = -1;
+#pragma unroll
+      for (int j = 7; j >= 0; --j) {  // down the lane's bins to the one where the count reaches need
+        const bool hit = bin < 0 && above + h[j] >= need;
+        above += bin < 0 && !hit ? h[j] : 0;
+        bin = hit ? 8 * lane + j : bin;
+        count = hit ? h[j] : count;
+      }
+      const int src = __ffs(__ballot_sync(kl::kFullMask, here)) - 1;
+      Key next = 1;  // fewer than k keys (first pass only): threshold 1 takes every non-empty one
+      if (src >= 0) {
+        count = __shfl_sync(kl::kFullMask, count, src);
+        need -= __shfl_sync(kl::kFullMask, above, src);
+        next = prefix | Key(__shfl_sync(kl::kFullMask, bin, src)) << shift;
+      }
+      if (lane == 0) {
+        sh.prefix = next;
+        sh.done = src < 0 || count == need;
+        sh.count = 0;  // keep_winners counts from 0
+      }
+    }
+    __syncthreads();
+    prefix = sh.prefix;
+    if (sh.done) return max(prefix, Key{1});  // -inf's keys start with a digit 0, and empty keys are 0
+  }
+}
+
+// Puts the block's keys >= threshold in sh.best[0, sh.count), in any order.
+template <int N>
+__device__ void keep_winners(const Key (&keys)[N], Key threshold, RadixShared& sh) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    if (keys[i] >= threshold) sh.best[atomicAdd(&sh.count, 1)] = keys[i];
+  __syncthreads();
+}
+
+// The k best keys of `chunks` chunks, left in sh.best[0, sh.count): fill(c, keys) puts this thread's
+// kRadixItems keys of chunk c in keys; the winners of the chunks before ride along as one more key
+// in the first k threads.
+template <class Fill>
+__device__ void radix_select(int chunks, int k, RadixShared& sh, Fill&& fill) {
+  for (int c = 0; c < chunks; ++c) {
+    Key keys[kRadixItems + 1];
+    keys[kRadixItems] = c > 0 && static_cast<int>(threadIdx.x) < sh.count ? sh.best[threadIdx.x] : 0;
+    fill(c, keys);
+    keep_winners(keys, radix_threshold(keys, k, sh), sh);
+  }
+}
+
+// The block's (m, s), in warp 0: each warp's state through shared memory, then warp_stats over the 8.
+__device__ __forceinline__ kl::MaxSum block_stats(float m, float s, RadixShared& sh) {
+  const int lane = threadIdx.x % 32;
+  warp_stats(m, s);
+  if (lane == 0) sh.warp_ms[threadIdx.x / 32] = make_float2(m, s);
+  __syncthreads();
+  m = lane < kBlockWarps ? sh.warp_ms[lane].x : -INFINITY;
+  s = lane < kBlockWarps ? sh.warp_ms[lane].y : 0.f;
+  warp_stats(m, s);
+  return {m, s};
+}
+
+// Warp 0 writes the row's answer: the winners (at most 64, empty slots 0) sorted largest first in
+// registers, rank r in lane r % 32 (first, second as write_winners takes them), by a bitonic network
+// whose exchanges across lanes are shuffles; then their probabilities.
+__device__ void write_radix_best(const RadixShared& sh, int k, kl::MaxSum ms, float* prob, int* idx) {
+  const int lane = threadIdx.x;
+  Key v[2] = {lane < sh.count ? sh.best[lane] : 0, lane + 32 < sh.count ? sh.best[lane + 32] : 0};
+#pragma unroll
+  for (int size = 2; size <= 64; size *= 2) {
+#pragma unroll
+    for (int stride = size / 2; stride > 0; stride /= 2) {
+      Key other[2];  // rank e's pair is e ^ stride: the lane's other register at stride 32
+#pragma unroll
+      for (int r = 0; r < 2; ++r) other[r] = stride == 32 ? v[1 - r] : __shfl_xor_sync(kl::kFullMask, v[r], stride);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int e = 32 * r + lane;  // runs of `size` ranks alternate descending / ascending
+        const bool larger = ((e & stride) == 0) == ((e & size) == 0);
+        v[r] = larger ? max(v[r], other[r]) : min(v[r], other[r]);
+      }
+    }
+  }
+  write_winners(v[0], v[1], k, lane, ms.m, ms.s, prob, idx);
 }
 
 }  // namespace lesson05
