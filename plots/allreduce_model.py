@@ -141,13 +141,15 @@ def busbw(n, G, t):
 # --- the fit to the measured 2-GPU numbers ----------------------------------------------------------
 
 def fit(sizes, seconds):
-    """Least squares on t = alpha_eff + n / beta_eff: (alpha_eff in s, beta_eff in bytes/s).
+    """Least squares on t = alpha_eff + n / beta_eff: (alpha_eff in s, beta_eff in bytes/s), on the
+    relative residuals (model - t) / t, so that every size weighs alike: sizes from 4 KiB to 1 GiB span
+    five orders of magnitude of time, and plain residuals would let the largest set alpha too.
     Needs two sizes at least; a fit whose slope is not positive has no bandwidth and is refused."""
     n = np.asarray(sizes, dtype=float)
     t = np.asarray(seconds, dtype=float)
     if len(set(n.tolist())) < 2:
         raise ValueError("fit needs times at two sizes at least")
-    slope, intercept = np.polyfit(n, t, 1)
+    slope, intercept = np.polyfit(n, t, 1, w=1 / t)
     if slope <= 0:
         raise ValueError(f"fit: time does not grow with size (slope {slope:.3g} s/B)")
     return max(float(intercept), 0.0), float(1 / slope)

@@ -93,6 +93,15 @@ class Fit(unittest.TestCase):
         self.assertAlmostEqual(a, 2e-6, delta=1e-12)
         self.assertAlmostEqual(b / 450e9, 1.0, places=6)
 
+    def test_every_size_weighs_alike(self):
+        # 2 % too slow at the largest size only: plain least squares would move alpha_eff by a quarter
+        sizes = [4096 * 4 ** k for k in range(10)]
+        seconds = [7e-6 + n / 370e9 for n in sizes]
+        seconds[-1] *= 1.02
+        a, b = m.fit(sizes, seconds)
+        self.assertAlmostEqual(a / 7e-6, 1.0, delta=0.01)
+        self.assertAlmostEqual(b / 370e9, 1.0, delta=0.01)
+
     def test_refuses_one_size_and_a_falling_time(self):
         with self.assertRaises(ValueError):
             m.fit([1024, 1024], [1e-5, 1e-5])
