@@ -141,22 +141,33 @@ __device__ __forceinline__ void warp_stats(float& m, float& s, int width = 32) {
   }
 }
 
+// The largest key of each aligned group of `width` lanes (a power of two; 32: the whole warp), in
+// every lane of the group: a max-butterfly whose offsets stay below `width`.
+__device__ __forceinline__ Key group_max(Key key, int width = 32) {
+  for (int offset = width / 2; offset > 0; offset /= 2) {
+    const Key other = __shfl_xor_sync(kl::kFullMask, key, offset);
+    key = other > key ? other : key;
+  }
+  return key;
+}
+
+// Drops the best key of a sorted list: every key moves up one slot and the last slot empties
+// (compile-time indices, so that the list stays in registers).
+template <int KC>
+__device__ __forceinline__ void pop_best(Key (&keys)[KC]) {
+#pragma unroll
+  for (int j = 0; j < KC - 1; ++j) keys[j] = keys[j + 1];
+  keys[KC - 1] = 0;
+}
+
 // Merges the warp's 32 sorted lists in k rounds: every lane offers its best remaining key, a
 // max-butterfly finds the warp's best, and the lane that held it pops it. Lane r keeps round r's
 // winner in `first`, round 32 + r's in `second`.
 template <int KC>
 __device__ __forceinline__ void warp_merge(Key (&keys)[KC], int k, int lane, Key& first, Key& second) {
   for (int r = 0; r < k; ++r) {
-    Key best = keys[0];
-    for (int offset = 16; offset > 0; offset /= 2) {
-      const Key other = __shfl_xor_sync(kl::kFullMask, best, offset);
-      best = other > best ? other : best;
-    }
-    if (keys[0] == best) {
-#pragma unroll
-      for (int j = 0; j < KC - 1; ++j) keys[j] = keys[j + 1];
-      keys[KC - 1] = 0;
-    }
+    const Key best = group_max(keys[0]);
+    if (keys[0] == best) pop_best(keys);
     if (lane == r) first = best;
     if (lane == r - 32) second = best;
   }

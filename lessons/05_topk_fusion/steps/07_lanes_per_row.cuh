@@ -39,15 +39,9 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
   }
   warp_stats(part.m, part.s, lanes);
   for (int r = 0; r < k; ++r) {
-    Key best = part.keys[0];
-    for (int offset = lanes / 2; offset > 0; offset /= 2) {
-      const Key other = __shfl_xor_sync(kl::kFullMask, best, offset);
-      best = other > best ? other : best;
-    }
+    const Key best = group_max(part.keys[0], lanes);
     if (part.keys[0] == best) {  // keys are distinct: one lane of a live group
-#pragma unroll
-      for (int j = 0; j < KC - 1; ++j) part.keys[j] = part.keys[j + 1];
-      part.keys[KC - 1] = 0;
+      pop_best(part.keys);
       if (live) {
         prob[row * k + r] = kl::fast_exp(key_value(best) - part.m) / part.s;
         idx[row * k + r] = key_index(best);
