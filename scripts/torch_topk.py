@@ -3,7 +3,10 @@ torch.topk(torch.softmax(x, -1), K) (step "pytorch") and torch.topk(x, K) alone 
 "pytorch_topk", which skips the softmax and is the faster of the two), at the shapes of
 `lesson05 --sweep` in f32 and f16, appended to RESULTS_DIR/lesson05.csv. torch_baselines.py calls
 topk() with its timing and CSV helpers. Bytes are the lesson's floor: R * V logits read once and
-R * K (probability, index) pairs written. Each result is checked against float64 first."""
+R * K (probability, index) pairs written. Each result is checked against float64 first.
+Where RESULTS_DIR/lesson05_sample.csv exists (`lesson05 --sample ... --csv` wrote it), also the sampler's
+PyTorch pipeline (step "pytorch_sample": softmax(x / T), topk, renormalise, cumsum and the nucleus cut,
+multinomial) at the decode shapes of SAMPLE, checked to draw inside the float64 nucleus."""
 import os
 
 import torch
@@ -14,6 +17,7 @@ SWEEP = ([(4096, v, k) for v in (32000, 50257, 128256) for k in (1, 10, 50)]
          + [(r, v, k) for r in (16384, 65536) for v, k in ((8, 1), (8, 2), (64, 6), (128, 8), (256, 8))]
          )  # lesson05's --sweep (host.cuh's sweep_shapes), which includes its default R = 4096, V = 50257, K = 10
 DTYPES = ((torch.float32, "f32", 4), (torch.float16, "f16", 2))
+SAMPLE = [(r, 128256, 50, 0.8, 0.9) for r in (1, 8, 64)]  # R, V, top_k, temperature, top_p
 
 
 def _rel_err(got, want):
@@ -46,5 +50,46 @@ def topk(out_dir, gpu, time_ms, append, copy_gbps):
                 rows.append(["05", step, label, name, shape, f"{med:.6g}", f"{lo:.6g}", f"{hi:.6g}", f"{gbps:.6g}", "",
                              f"{100 * gbps / limit:.6g}", f"{err:.6g}", gpu])
                 print(f"{label} {name} R={r} V={v} K={k}: {med:.4f} ms, {gbps:.0f} GB/s, max rel error {err:.2e}")
+            del x
+    append(path, rows)
+    sample(out_dir, gpu, time_ms, append, limit)
+
+
+def _nucleus_error(x, tokens, k, t, p):
+    """The share of rows whose token is outside the float64 nucleus (widened by 1e-4 of the mass, as the
+    lesson's check is): softmax(x / T) over the top k, kept while the mass before a rank is below p."""
+    vals, idx = torch.topk(x.double(), k, dim=-1)
+    w = torch.exp((vals - vals[:, :1]) / t)
+    before = torch.cumsum(w, -1) - w
+    kept = before < min(1.0, p + 1e-4) * w.sum(-1, keepdim=True)
+    kept[:, 0] = True
+    inside = ((idx == tokens) & kept).any(-1)
+    return 1.0 - inside.double().mean().item()
+
+
+def sample(out_dir, gpu, time_ms, append, limit):
+    path = os.path.join(out_dir, "lesson05_sample.csv")
+    if not os.path.exists(path):
+        return
+    dev = torch.device("cuda")
+    rows = []
+    for dtype, name, size in DTYPES:
+        for r, v, k, t, p in SAMPLE:
+            x = (torch.randn(r, v, device=dev) * 2).to(dtype)
+
+            def pipeline():
+                vals, idx = torch.topk(torch.softmax(x.float() / t, dim=-1), k, dim=-1)
+                vals = vals / vals.sum(-1, keepdim=True)
+                vals = vals.masked_fill(torch.cumsum(vals, -1) - vals >= p, 0.0)
+                return idx.gather(-1, torch.multinomial(vals, 1))
+
+            err = _nucleus_error(x.float(), pipeline(), k, t, p)
+            med, lo, hi = time_ms(pipeline)
+            gbps = (r * v * size + r * 4) / (med * 1e-3) / 1e9
+            shape = f"RxVxK={r}x{v}x{k}"
+            label = f"softmax/topk/cumsum/multinomial[T={t} k={k} p={p}]"
+            rows.append(["05", "pytorch_sample", label, name, shape, f"{med:.6g}", f"{lo:.6g}", f"{hi:.6g}",
+                         f"{gbps:.6g}", "", f"{100 * gbps / limit:.6g}", f"{err:.6g}", gpu])
+            print(f"PyTorch sampler {name} R={r} V={v} K={k}: {med:.4f} ms, outside the nucleus {err:.2e}")
             del x
     append(path, rows)

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/cli.hpp"
@@ -121,6 +123,82 @@ inline double max_error(const std::vector<float>& prob, const std::vector<int>& 
   return worst.empty() ? 0.0 : *std::max_element(worst.begin(), worst.end());
 }
 
+// ---- the sampler's reference and options (sample.cuh) ---------------------------------------------
+
+// The sampler's distribution for one row in float64, from the reference's top_k winners `best` (largest
+// first): softmax(x / T) over them, cut to the nucleus (a rank is kept while the mass before it is below
+// top_p of the total, the first always), renormalised. `slack` widens the cut by that much of the mass,
+// for a kernel that sums in float. A row whose best logit is NaN or infinite keeps its first rank.
+// Returns the kept (index, probability) pairs, largest first.
+inline std::vector<std::pair<int, double>> sample_distribution(const float* xr, const int* best, const SampleParams& sp,
+                                                               double slack = 0) {
+  const double top = xr[best[0]];
+  if (!std::isfinite(top)) return {{best[0], 1.0}};
+  std::vector<double> w(sp.top_k);
+  double total = 0;
+  for (int j = 0; j < sp.top_k; ++j) total += w[j] = std::exp((xr[best[j]] - top) / sp.temperature);
+  std::vector<std::pair<int, double>> kept;
+  double before = 0, mass = 0;
+  for (int j = 0; j < sp.top_k && (j == 0 || before < std::min(1.0, sp.top_p + slack) * total); ++j) {
+    if (w[j] > 0) kept.push_back({best[j], w[j]});
+    before += w[j];
+    mass += w[j];
+  }
+  for (auto& [i, p] : kept) p /= mass;
+  return kept;
+}
+
+// The share of rows whose token is outside the reference's nucleus (widened by 1e-4 of the mass: the
+// kernel sums in float): 0 for a right sampler, whatever its draws.
+inline double sample_error(const std::vector<int>& tokens, const std::vector<float>& x, const Reference& ref,
+                           const SampleParams& sp) {
+  std::int64_t outside = 0;
+  for (std::int64_t r = 0; r < ref.rows; ++r) {
+    const auto kept = sample_distribution(x.data() + r * ref.vocab, ref.idx.data() + r * ref.k, sp, 1e-4);
+    outside += std::none_of(kept.begin(), kept.end(), [&](const auto& e) { return e.first == tokens[r]; });
+  }
+  return ref.rows > 0 ? static_cast<double>(outside) / static_cast<double>(ref.rows) : 0.0;
+}
+
+// --sample's parameters: top_k is --k; --temperature and --top-p are numbers (default 1), --seed an
+// unsigned 64-bit integer (default 0). Refused without --sample, or when validate() refuses them.
+inline double parse_number(const std::string& option, const std::string& text) {
+  std::size_t used = 0;
+  double v = NAN;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size())
+    throw kl::UsageError("--" + option + ": '" + kl::escaped(text) + "' is not a number");
+  return v;
+}
+
+inline SampleParams sample_params(const kl::Args& a, int k, int vocab) {
+  SampleParams sp;
+  for (const char* name : {"temperature", "top-p", "seed"})
+    if (a.given(name) && !a.flag("sample")) throw kl::UsageError(std::string("--") + name + " needs --sample");
+  if (auto t = a.text("temperature")) sp.temperature = static_cast<float>(parse_number("temperature", *t));
+  if (auto t = a.text("top-p")) sp.top_p = static_cast<float>(parse_number("top-p", *t));
+  if (auto t = a.text("seed")) {
+    if (t->empty() || t->find_first_not_of("0123456789") != std::string::npos || t->size() > 20)
+      throw kl::UsageError("--seed: '" + kl::escaped(*t) + "' is not an unsigned 64-bit integer");
+    try {
+      sp.seed = std::stoull(*t);
+    } catch (const std::exception&) {
+      throw kl::UsageError("--seed: '" + kl::escaped(*t) + "' is not an unsigned 64-bit integer");
+    }
+  }
+  sp.top_k = k;
+  try {
+    validate(sp, vocab);
+  } catch (const kl::UsageError& e) {
+    throw kl::UsageError(std::string("--sample: ") + e.what());
+  }
+  return sp;
+}
+
 // ---- shapes and inputs ----------------------------------------------------------------------------
 
 // The logits of a run (--logits): normal(0, 2); masked: 20 finite logits per row, the others -inf
@@ -166,9 +244,13 @@ inline std::vector<Shape> sweep_shapes() {
 // clamped, before any GPU work.
 inline std::vector<Shape> shapes(const kl::Args& a) {
   const Logits logits = parse_logits(a.text("logits"));
+  if (a.flag("sample") && a.step) throw kl::UsageError("--sample times the sampler, not a step: leave out --step");
   if (a.sweep) {
     std::vector<Shape> all = sweep_shapes();
-    for (Shape& sh : all) sh.logits = logits;
+    for (Shape& sh : all) {
+      sh.logits = logits;
+      sample_params(a, sh.k, sh.vocab);  // refused before any GPU work
+    }
     return all;
   }
   Shape sh = kDefaultShape;
@@ -189,6 +271,7 @@ inline std::vector<Shape> shapes(const kl::Args& a) {
   kl::checked_product({sh.rows, vocab}, std::int64_t{1} << 40, "R * V");
   sh.vocab = static_cast<int>(vocab);
   sh.k = static_cast<int>(k);
+  sample_params(a, sh.k, sh.vocab);
   return {sh};
 }
 

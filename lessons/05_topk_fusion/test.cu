@@ -18,7 +18,7 @@
 
 #include "common/random.hpp"
 #include "common/timing.cuh"
-#include "lessons/05_topk_fusion/topk.cuh"
+#include "lessons/05_topk_fusion/run.cuh"
 
 using lesson05::Dtype;
 using lesson05::kSteps;
@@ -32,6 +32,66 @@ template <class T>
 std::vector<float> quantize(std::vector<float> v) {
   for (auto& x : v) x = kl::to_float(kl::from_float<T>(x));
   return v;
+}
+
+// Q(a, x) = Γ(a, x) / Γ(a), the regularised upper incomplete gamma function (a series below x = a + 1,
+// Lentz's continued fraction above): a chi-square's p-value is Q(df / 2, chi2 / 2).
+double gamma_q(double a, double x) {
+  if (x <= 0) return 1.0;
+  const double front = std::exp(-x + a * std::log(x) - std::lgamma(a));
+  if (x < a + 1) {
+    double term = 1 / a, sum = term;
+    for (int n = 1; n < 10000 && term > sum * 1e-16; ++n) sum += term *= x / (a + n);
+    return 1 - front * sum;
+  }
+  double b = x + 1 - a, c = 1e300, d = 1 / b, h = d;
+  for (int i = 1; i < 10000; ++i) {
+    const double an = -i * (i - a);
+    b += 2;
+    d = an * d + b;
+    d = std::fabs(d) < 1e-300 ? 1e-300 : d;
+    c = b + an / c;
+    c = std::fabs(c) < 1e-300 ? 1e-300 : c;
+    d = 1 / d;
+    h *= d * c;
+    if (std::fabs(d * c - 1) < 1e-16) break;
+  }
+  return front * h;
+}
+
+// The sampler's test row: 16 logits 0.3 apart, in shuffled order (so that indices do not follow ranks).
+std::vector<float> sampler_row() {
+  const int order[16] = {5, 12, 0, 9, 14, 3, 7, 1, 15, 10, 2, 8, 13, 6, 11, 4};
+  std::vector<float> row(16);
+  for (int i = 0; i < 16; ++i) row[i] = 0.3f * static_cast<float>(order[i]) - 2.0f;
+  return row;
+}
+
+// The p-value of the counts of `tokens` against the reference distribution `kept` (index, probability):
+// Pearson's chi-square, the cells expected below 5 draws merged into one. 0 when a token is outside.
+double chi_square_p(const std::vector<int>& tokens, const std::vector<std::pair<int, double>>& kept) {
+  std::map<int, std::int64_t> count;
+  for (int t : tokens) ++count[t];
+  for (const auto& seen : count)
+    if (std::none_of(kept.begin(), kept.end(), [&](const auto& e) { return e.first == seen.first; })) return 0.0;
+  const auto n = static_cast<double>(tokens.size());
+  double chi2 = 0, small_expected = 0, small_seen = 0;
+  int cells = 0;
+  for (const auto& [t, p] : kept) {
+    const double seen = static_cast<double>(count[t]);
+    if (n * p < 5) {
+      small_expected += n * p;
+      small_seen += seen;
+      continue;
+    }
+    chi2 += (seen - n * p) * (seen - n * p) / (n * p);
+    ++cells;
+  }
+  if (small_expected > 0) {
+    chi2 += (small_seen - small_expected) * (small_seen - small_expected) / small_expected;
+    ++cells;
+  }
+  return cells < 2 ? 1.0 : gamma_q((cells - 1) / 2.0, chi2 / 2);
 }
 
 struct Output {
@@ -455,6 +515,77 @@ TEST_CASE("shapes: the defaults, the options, and refusals (K > 64, K > V, V > k
   CHECK(lesson05::shapes(sweep).size() == lesson05::sweep_shapes().size());
 }
 
+TEST_CASE("gamma_q: chi-square p-values at the tables' 5 % and 1 % points") {
+  CHECK(gamma_q(0.5, 3.841 / 2) == doctest::Approx(0.05).epsilon(0.01));
+  CHECK(gamma_q(5.0, 18.307 / 2) == doctest::Approx(0.05).epsilon(0.01));
+  CHECK(gamma_q(2.0, 13.277 / 2) == doctest::Approx(0.01).epsilon(0.01));
+  CHECK(gamma_q(20.0, 1.0) == doctest::Approx(1.0).epsilon(1e-9));
+  CHECK(gamma_q(1.0, 50.0) < 1e-10);
+  CHECK(chi_square_p({1, 1, 2, 2}, {{1, 0.5}, {2, 0.5}}) == doctest::Approx(1.0));
+  CHECK(chi_square_p({1, 3}, {{1, 0.5}, {2, 0.5}}) == 0.0);  // a token outside the distribution
+}
+
+TEST_CASE("the sampler's parameters: temperature > 0 and finite, top_p in (0, 1], top_k 1 to 64 and at most V") {
+  using lesson05::SampleParams;
+  const auto bad = [](SampleParams sp, int vocab = 100) {
+    CHECK_THROWS_AS(lesson05::validate(sp, vocab), kl::UsageError);
+  };
+  CHECK_NOTHROW(lesson05::validate(SampleParams{}, 100));
+  CHECK_NOTHROW(lesson05::validate(SampleParams{1e-30f, 1, 1e-6f}, 1));
+  bad({0.f});
+  bad({-1.f});
+  bad({NAN});
+  bad({INFINITY});
+  bad({1.f, 50, 0.f});
+  bad({1.f, 50, 1.0001f});
+  bad({1.f, 50, NAN});
+  bad({1.f, 0});
+  bad({1.f, 65});
+  bad({1.f, 50}, 49);
+  kl::Args a;
+  a.texts["temperature"] = "0.5";
+  CHECK_THROWS_AS(lesson05::sample_params(a, 10, 100), kl::UsageError);  // needs --sample
+  a.flags["sample"] = true;
+  const SampleParams sp = lesson05::sample_params(a, 10, 100);
+  CHECK(sp.temperature == 0.5f);
+  CHECK(sp.top_k == 10);
+  CHECK(sp.top_p == 1.f);
+  for (const char* t : {"0", "-2", "nan", "abc", "1e", ""}) {
+    a.texts["temperature"] = t;
+    CHECK_THROWS_AS(lesson05::sample_params(a, 10, 100), kl::UsageError);
+  }
+  a.texts["temperature"] = "2";
+  a.texts["seed"] = "18446744073709551615";
+  CHECK(lesson05::sample_params(a, 10, 100).seed == 18446744073709551615ull);
+  for (const char* seed : {"-1", "18446744073709551616", "1.5", "x"}) {
+    a.texts["seed"] = seed;
+    CHECK_THROWS_AS(lesson05::sample_params(a, 10, 100), kl::UsageError);
+  }
+}
+
+TEST_CASE("sample_distribution: softmax(x / T) over the top_k, cut where the mass before a rank reaches top_p") {
+  const std::vector<float> x = {0.f, 2.f, 1.f, -INFINITY};
+  const int best[4] = {1, 2, 0, 3};
+  const auto dist = [&](float t, int k, float p) { return lesson05::sample_distribution(x.data(), best, {t, k, p}); };
+  const double e1 = std::exp(-1.0), e2 = std::exp(-2.0), z = 1 + e1 + e2;
+  auto all = dist(1.f, 4, 1.f);  // the -inf logit has no weight: left out
+  REQUIRE(all.size() == 3);
+  CHECK(all[0].first == 1);
+  CHECK(all[0].second == doctest::Approx(1 / z));
+  CHECK(all[2].second == doctest::Approx(e2 / z));
+  auto hot = dist(2.f, 3, 1.f);  // T = 2 flattens
+  CHECK(hot[2].second == doctest::Approx(std::exp(-1.0) / (1 + std::exp(-0.5) + std::exp(-1.0))));
+  auto two = dist(1.f, 2, 1.f);  // top_k = 2 renormalises over two
+  REQUIRE(two.size() == 2);
+  CHECK(two[0].second == doctest::Approx(1 / (1 + e1)));
+  CHECK(dist(1.f, 3, 1 / z - 1e-6f).size() == 1);      // the first rank alone reaches top_p
+  CHECK(dist(1.f, 3, 1 / z + 1e-3f).size() == 2);      // the mass before rank 1 is below top_p
+  CHECK(dist(1e-20f, 3, 1.f).size() == 1);             // T -> 0: the argmax
+  const std::vector<float> nan_row = {0.f, NAN, 1.f};  // NaN ranks first: the argmax's answer
+  const int nan_best[3] = {1, 2, 0};
+  CHECK(lesson05::sample_distribution(nan_row.data(), nan_best, {1.f, 3, 1.f}).size() == 1);
+}
+
 TEST_CASE("--logits: normal by default, masked rows hold at most 20 finite logits, equal rows all 1") {
   kl::Args a;
   CHECK(lesson05::shapes(a)[0].logits == lesson05::Logits::normal);
@@ -742,5 +873,92 @@ TEST_SUITE("gpu") {
       const lesson05::Reference ref = lesson05::reference(x, rows, vocab, k);
       CHECK(lesson05::max_error(prob.download(), idx.download(), ref, x, tol, true) <= tol.rel);
     }
+  }
+
+  // n copies of `row` (rounded to T) through the sampler: one draw per row, Philox subsequence = row.
+  template <class T>
+  std::vector<int> draw(const std::vector<float>& row, std::int64_t n, const lesson05::SampleParams& sp) {
+    const auto vocab = static_cast<std::int64_t>(row.size());
+    std::vector<T> xt(static_cast<std::size_t>(n * vocab));
+    for (std::int64_t i = 0; i < n * vocab; ++i) xt[i] = kl::from_float<T>(row[i % vocab]);
+    const kl::DeviceBuffer<T> x(xt);
+    kl::DeviceBuffer<int> tokens(static_cast<std::size_t>(n));
+    tokens.poison();
+    lesson05::SampleWorkspace ws;
+    lesson05::sample(x.data(), tokens.data(), n, static_cast<int>(vocab), sp, ws);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return tokens.download(static_cast<std::size_t>(n));
+  }
+
+  TEST_CASE("the sampler draws from softmax(x / T) cut to top_k and top_p: chi-square p > 0.001 over 10^6 draws") {
+    const std::int64_t n = kl::sanitizing() ? 10000 : 1000000;
+    const std::vector<float> row = sampler_row();
+    for (const lesson05::SampleParams& sp : {lesson05::SampleParams{0.5f, 16, 1.f},
+                                             {1.f, 16, 1.f},
+                                             {2.f, 16, 1.f},
+                                             {1.f, 5, 1.f},
+                                             {1.f, 16, 0.7f},
+                                             {0.7f, 8, 0.8f}}) {
+      CAPTURE(sp.temperature);
+      CAPTURE(sp.top_k);
+      CAPTURE(sp.top_p);
+      const lesson05::Reference ref = lesson05::reference(row, 1, 16, sp.top_k);
+      const auto kept = lesson05::sample_distribution(row.data(), ref.idx.data(), sp);
+      CHECK(chi_square_p(draw<float>(row, n, sp), kept) > 1e-3);
+      if (sp.top_p == 1.f && sp.top_k == 16 && sp.temperature == 1.f) {  // plain sampling, in 16-bit logits too
+        const auto half = quantize<__half>(row), bf = quantize<__nv_bfloat16>(row);
+        const lesson05::Reference rh = lesson05::reference(half, 1, 16, 16), rb = lesson05::reference(bf, 1, 16, 16);
+        CHECK(chi_square_p(draw<__half>(half, n, sp), lesson05::sample_distribution(half.data(), rh.idx.data(), sp)) >
+              1e-3);
+        CHECK(chi_square_p(draw<__nv_bfloat16>(bf, n, sp),
+                           lesson05::sample_distribution(bf.data(), rb.idx.data(), sp)) > 1e-3);
+      }
+    }
+  }
+
+  TEST_CASE("the sampler: T -> 0 is the argmax, the same seed and offset draw the same tokens, another offset others") {
+    const std::int64_t rows = 1000;
+    const int vocab = 1000, k = 50;
+    const auto x = kl::normal_floats(rows * vocab, 0, 2, kl::seed_for(590));
+    const kl::DeviceBuffer<float> dx(x);
+    kl::DeviceBuffer<int> tokens(rows);
+    lesson05::SampleWorkspace ws;
+    const auto run = [&](lesson05::SampleParams sp) {
+      tokens.poison();
+      lesson05::sample(dx.data(), tokens.data(), rows, vocab, sp, ws);
+      CUDA_CHECK(cudaDeviceSynchronize());
+      return tokens.download(rows);
+    };
+    const lesson05::Reference ref = lesson05::reference(x, rows, vocab, k);
+    const auto cold = run({1e-6f, k, 0.9f, 7, 0});
+    for (std::int64_t r = 0; r < rows; ++r)
+      if (x[r * vocab + ref.idx[r * k]] > x[r * vocab + ref.idx[r * k + 1]]) CHECK(cold[r] == ref.idx[r * k]);
+    const lesson05::SampleParams sp{1.f, k, 0.9f, 7, 3};
+    const auto first = run(sp), again = run(sp);
+    CHECK(first == again);
+    CHECK(lesson05::sample_error(first, x, ref, sp) == 0.0);
+    lesson05::SampleParams next = sp;
+    next.offset = 4;
+    CHECK(run(next) != first);
+    next = sp;
+    next.seed = 8;
+    CHECK(run(next) != first);
+  }
+
+  TEST_CASE("the sampler: NaN, +inf and all -inf rows take their first rank; R = 0 and bad parameters launch nothing") {
+    std::vector<float> x(3 * 64, 0.5f);
+    x[5] = NAN;                                      // row 0: the NaN
+    x[64 + 9] = INFINITY;                            // row 1: the +inf
+    std::fill(x.begin() + 128, x.end(), -INFINITY);  // row 2: nothing has weight: index 0
+    const kl::DeviceBuffer<float> dx(x);
+    kl::DeviceBuffer<int> tokens(3);
+    tokens.poison();
+    lesson05::SampleWorkspace ws;
+    lesson05::sample(dx.data(), tokens.data(), 3, 64, {1.f, 10, 0.9f}, ws);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CHECK(tokens.download(3) == std::vector<int>{5, 9, 0});
+    lesson05::sample(dx.data(), tokens.data(), 0, 64, {1.f, 10, 0.9f}, ws);
+    CHECK_THROWS_AS(lesson05::sample(dx.data(), tokens.data(), 3, 64, {0.f, 10, 0.9f}, ws), kl::UsageError);
+    CHECK_THROWS_AS(lesson05::sample(dx.data(), tokens.data(), 3, 64, {1.f, 65, 0.9f}, ws), kl::UsageError);
   }
 }

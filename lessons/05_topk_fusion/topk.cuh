@@ -1,6 +1,7 @@
 // Lesson 05's product layer (a student may skip it): the dispatcher (step 9), the table of steps that
-// main.cu and test.cu walk, the public API topk<T>, and the run of every chosen step on one shape.
-// The problem and its reference are in problem.cuh, the steps in steps/, their shared pieces in parts.cuh.
+// main.cu and test.cu walk, and the public API topk<T>. The problem and its reference are in
+// problem.cuh, the steps in steps/, their shared pieces in parts.cuh, the sampler built on topk<T> in
+// sample.cuh, and the executable's run of the chosen steps on one shape in run.cuh.
 //
 // The steps, one line each (--list prints them; --step takes the number or the name):
 //   1    unfused                lesson 04 softmax writes R x V probs; cub segmented radix sort; keep K
@@ -128,103 +129,6 @@ template <class T>
 void topk(const T* x, float* prob, int* idx, std::int64_t rows, int vocab, int k, Workspace& ws,
           cudaStream_t s = nullptr) {
   run_step(kSteps[kDispatchStep - 1], Problem{x, prob, idx, rows, vocab, k, dtype_of<T>()}, ws, s);
-}
-
-// ---- the run of the chosen steps on one shape (lesson05's executable) -----------------------------
-
-// The legend of the error column, printed once after the limit line.
-inline std::string error_legend() {
-  char line[320];
-  std::snprintf(
-      line, sizeof line,
-      "error:  max |p - ref| / (|ref| + abs/rel) over the K results, ref = float64 softmax; inf = a wrong index;\n"
-      "        passes at <= %.0e (steps 2-9, float results) or the dtype's rounding (step 1);  "
-      "[g] = CUDA-graph replay",
-      tolerance(Dtype::f32).rel);
-  return line;
-}
-
-// One shape: fresh logits rounded to T, the float64 reference, then every chosen step poisoned, run,
-// checked and timed by kl::run_steps; last, which step the dispatcher ran.
-template <class T>
-std::vector<kl::Row> run_shape(const Shape& sh, kl::Context<Launch>& cx) {
-  const Dtype dtype = dtype_of<T>();
-  const auto n = static_cast<std::size_t>(sh.rows * sh.vocab);
-  const auto out = static_cast<std::size_t>(sh.rows * sh.k);
-  std::vector<float> xf;
-  std::vector<T> xt;
-  make_logits(sh, xf, xt);
-  const Reference ref = cx.check ? reference(xf, sh.rows, sh.vocab, sh.k) : Reference{};
-  const kl::DeviceBuffer<T> x(xt);
-  kl::DeviceBuffer<float> prob(out);
-  kl::DeviceBuffer<int> idx(out);
-  Workspace ws;
-  const Problem p{x.data(), prob.data(), idx.data(), sh.rows, sh.vocab, sh.k, dtype};
-  const double bytes = static_cast<double>(n) * sizeof(T) + static_cast<double>(out) * 8.0;
-  std::printf("\nR x V = %lld x %d %s, K = %d: %.1f MiB read; floor at copy bandwidth = %.4f ms\n",
-              static_cast<long long>(sh.rows), sh.vocab, dtype_name(dtype), sh.k, n * sizeof(T) / 1048576.0,
-              bytes / (cx.limits.copy_gbps * 1e9) * 1e3);
-
-  // The check depends on the step (fused: exact indices, f32 tolerance; step 1: the dtype's), so
-  // running a step sets it; run_steps checks a step right after its first run.
-  bool fused = true;
-  kl::Trial trial{kl::Row{"", "", dtype_name(dtype), shape_text(sh)}, [&] {
-                    prob.poison();
-                    idx.poison();
-                  }};
-  trial.proto.bytes = bytes;
-  trial.error = [&] {
-    const Tolerance tol = tolerance(fused ? Dtype::f32 : dtype);
-    return max_error(prob.download(out), idx.download(out), ref, xf, tol, fused);
-  };
-  const std::vector<kl::Row> rows = kl::run_steps(cx, trial, [&](const Step& st, cudaStream_t s) {
-    fused = st.launch.fused;
-    trial.tolerance = tolerance(fused ? Dtype::f32 : dtype).rel;
-    run_step(st, p, ws, s);
-  });
-  if (std::find(cx.chosen.begin(), cx.chosen.end(), kDispatchStep - 1) != cx.chosen.end()) {
-    const int chosen = chosen_step(p);
-    std::printf("%d dispatch ran step %d (%s)", kDispatchStep, chosen, kSteps[chosen - 1].name);
-    if (chosen == 8) std::printf(" with %d slices per row", radix_slices(sh.vocab, sh.k));
-    if (chosen == 7) std::printf(" with %d lanes per row", lanes_per_row(sh.vocab));
-    std::printf("\n");
-  }
-  return rows;
-}
-
-inline std::vector<kl::Row> run(const Shape& sh, kl::Context<Launch>& cx) {
-  std::vector<kl::Row> rows;
-  with_type(parse_dtype(cx.args.dtype), [&](auto t) { rows = run_shape<decltype(t)>(sh, cx); });
-  return rows;
-}
-
-// The executable: its step table, options, shapes and run, for the driver (main.cu).
-inline kl::Lesson<Launch, Shape> lesson() {
-  kl::Lesson<Launch, Shape> l;
-  l.id = "05";
-  l.title = "fused softmax + top-K: the K most likely entries of each row of logits [R, V]";
-  l.steps = kSteps;
-  l.options = {
-      {"rows", kl::Option::size, "rows of logits (default 4096); N or 2^E"},
-      {"vocab", kl::Option::size, "logits per row, the softmax dimension (default 50257)"},
-      {"k", kl::Option::size, "probabilities kept per row, 1 to 64 and at most V (default 10)"},
-      {"logits", kl::Option::text,
-       "normal (default: normal(0, 2)), masked (20 finite per row, the rest -inf) or equal (all 1)", false},
-  };
-  l.dtypes = {"f32", "f16", "bf16"};
-  l.sweep_help =
-      "R = 4096 with V in {32000, 50257, 128256} x K in {1, 10, 50}, K = 2 ... 64 at\n"
-      "               V = 50257, decode R = 1 ... 1024 at V = 128256, K = 50, and MoE routing:\n"
-      "               R = 16384, 65536 with V x K = 8 x 1, 8 x 2, 64 x 6, 128 x 8, 256 x 8";
-  l.notes =
-      "Logits are loaded in the dtype, arithmetic and results are f32.\n"
-      "Bytes counted (the floor): R * V logits read once + R * K (probability, index) pairs written.\n";
-  l.slow_ms = 20.0;  // step 1 takes tens of ms at V = 128256: three repetitions are enough
-  l.shapes = shapes;
-  l.device_bytes = [](const Shape& sh, const kl::Args& a) { return device_bytes(sh, parse_dtype(a.dtype)); };
-  l.legend = [](const kl::Args&) { return error_legend(); };
-  l.run = run;
-  return l;
 }
 
 }  // namespace lesson05
