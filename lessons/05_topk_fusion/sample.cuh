@@ -18,7 +18,7 @@ namespace lesson05 {
 // A warp per row draws from its k winners (idx, largest first): rank r in lane r % 32. The weights
 // w_r = e^((x_r - x_0) / T) need the winners' logits again, read from x (k loads a row), since the
 // top-K's probabilities at T = 1 would underflow where a high T still gives weight. A warp scan gives
-// the prefix sums; rank r is in the nucleus while the weight before it is below top_p of the total
+// the prefix sums c; rank r is in the nucleus while the weight before it is below top_p of the total
 // (rank 0 always is); one uniform u in (0, 1] picks the first kept rank whose prefix reaches u times
 // the nucleus' mass. A row whose best logit is NaN or infinite takes rank 0, as an argmax would.
 template <class T>
@@ -42,22 +42,29 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
     return;
   }
   // divided, not multiplied by 1 / T: a tiny T must give -inf below the max and 0 at it, never NaN
-  float w[2], c[2];
+  float c[2];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) c[h] = w[h] = kl::exp_ftz((v[h] - top) / temperature);
-  for (int offset = 1; offset < 32; offset *= 2) {
+  for (int h = 0; h < 2; ++h) c[h] = kl::exp_ftz((v[h] - top) / temperature);
+  for (int d = 1; d < 32; d *= 2) {  // inclusive prefix sums over the ranks of each half
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const float up = __shfl_up_sync(kl::kFullMask, c[h], offset);
-      if (lane >= offset) c[h] += up;
+      const float up = __shfl_up_sync(kl::kFullMask, c[h], d);
+      if (lane >= d) c[h] += up;
     }
   }
-  c[1] += __shfl_sync(kl::kFullMask, c[0], 31);
+  const float half = __shfl_sync(kl::kFullMask, c[0], 31);
+  c[1] += half;
   const float total = __shfl_sync(kl::kFullMask, c[1], 31);
-  const bool keep0 = lane < k && c[0] - w[0] < top_p * total;
-  const bool keep1 = lane + 32 < k && c[1] - w[1] < top_p * total;
+  // the weight before each rank: the previous rank's prefix, so that it never falls as the rank rises
+  float before[2] = {__shfl_up_sync(kl::kFullMask, c[0], 1), __shfl_up_sync(kl::kFullMask, c[1], 1)};
+  if (lane == 0) {
+    before[0] = 0.f;
+    before[1] = half;
+  }
+  const bool keep0 = lane < k && before[0] < top_p * total;
+  const bool keep1 = lane + 32 < k && before[1] < top_p * total;
   const int last = __popc(__ballot_sync(kl::kFullMask, keep0)) + __popc(__ballot_sync(kl::kFullMask, keep1)) - 1;
-  const float mass = __shfl_sync(kl::kFullMask, c[last / 32], last % 32);
+  const float mass = __shfl_sync(kl::kFullMask, last < 32 ? c[0] : c[1], last % 32);
   float u = 0.f;
   if (lane == 0) {
     curandStatePhilox4_32_10_t state;
@@ -68,7 +75,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
   const unsigned hit0 = __ballot_sync(kl::kFullMask, keep0 && c[0] >= target);
   const unsigned hit1 = __ballot_sync(kl::kFullMask, keep1 && c[1] >= target);
   const int pick = hit0 ? __ffs(hit0) - 1 : hit1 ? 32 + __ffs(hit1) - 1 : last;  // last: rounding at u = 1
-  const int token = __shfl_sync(kl::kFullMask, id[pick / 32], pick % 32);
+  const int token = __shfl_sync(kl::kFullMask, pick < 32 ? id[0] : id[1], pick % 32);
   if (lane == 0) tokens[row] = token;
 }
 
