@@ -1,11 +1,13 @@
-// Grades exercises 05.1 and 05.2, built twice: exercise05_test grades the files of
+// Grades exercises 05.1, 05.2 and 05.3, built twice: exercise05_test grades the files of
 // exercises/05_topk_fusion (or a student's copy), solution05_test the solutions and the wrong
 // techniques kept beside them, which must fail. Both exercises are kernels of the same form,
 // topk_...<KC>(x, rows, vocab, k, prob, idx): the k largest softmax probabilities of each row and
 // their indices, with lists of KC >= k keys, launched as lesson 05 launches steps 2 and 3 (one warp
 // per row, 8 rows per block of 256 threads).
 //   05.1 topk_insert, in step 2's kernel topk_warp_per_row;
-//   05.2 topk_warp_vector, step 3: 16-byte loads and an early reject.
+//   05.2 topk_warp_vector, step 3: 16-byte loads and an early reject;
+//   05.3 group_finish, in step 7's kernel topk_lanes_per_row (a row per group of lanes, one more
+//        argument: the group's size), on rows of 1 to 256 logits, raced at 65536 x 8, k = 2.
 // Checked against the float64 reference (indices exactly, probabilities within lesson 05's f32
 // tolerance) for k = 1, 5, 32 (lists of k) and k = 10 (a list of 16, as the lesson runs it) on rows
 // of 1 to 50257 logits: ties, rising and falling rows, large magnitudes, -inf, NaN, +inf, and views
@@ -13,6 +15,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <functional>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -25,10 +28,12 @@
 #include "lessons/05_topk_fusion/parts.cuh"
 #include "lessons/05_topk_fusion/host.cuh"
 #include "lessons/05_topk_fusion/problem.cuh"
+#include "lessons/05_topk_fusion/steps/07_lanes_per_row.cuh"  // lanes_per_row: the group size step 7 uses
 
 // Each set of exercise files in a namespace of its own: the files graded, the solution, the wrong
 // techniques. (Everything those files include is included above, outside the namespaces.)
 namespace graded {
+#include <lanes_per_row.cuh>
 #include <topk_insert.cuh>
 #include <warp_vector.cuh>
 }  // namespace graded
@@ -36,6 +41,7 @@ namespace graded {
 namespace solution = graded;
 #else
 namespace solution {
+#include "solutions/05_topk_fusion/lanes_per_row.cuh"
 #include "solutions/05_topk_fusion/topk_insert.cuh"
 #include "solutions/05_topk_fusion/warp_vector.cuh"
 }  // namespace solution
@@ -52,6 +58,9 @@ namespace scalar_loop {
 namespace packs_only {
 #include "solutions/05_topk_fusion/wrong/packs_only.cuh"
 }
+namespace whole_warp {
+#include "solutions/05_topk_fusion/wrong/whole_warp.cuh"
+}
 
 namespace {
 
@@ -67,7 +76,34 @@ void enqueue_topk(TopkKernel kernel, const float* x, std::int64_t rows, int voca
 // Runs one kernel on x (rows x vocab), `offset` floats past a 16-byte boundary, its outputs
 // poisoned with a finite value (0x3C3C3C3C): a NaN probability must be written as NaN, and an
 // output left unwritten shows.
-void run_topk(TopkKernel kernel, const std::vector<float>& x, std::int64_t rows, int vocab, int k, int offset,
+// Step 7's kernels take the group's size too (lesson05::lanes_per_row of V): a thread per row of the
+// block's 256 threads when a group is one lane.
+using LanesKernel = void (*)(const float*, std::int64_t, int, int, int, float*, int*);
+
+void enqueue_lanes(LanesKernel kernel, const float* x, std::int64_t rows, int vocab, int k, float* prob, int* idx,
+                   cudaStream_t s) {
+  const int lanes = lesson05::lanes_per_row(vocab), threads = 32 * lesson05::kWarpsPerBlock;
+  kernel<<<static_cast<unsigned>((rows * lanes + threads - 1) / threads), threads, 0, s>>>(x, rows, vocab, k, lanes,
+                                                                                          prob, idx);
+  CUDA_CHECK_LAUNCH();
+}
+
+// How the grader launches a kernel of either form.
+using Launch = std::function<void(const float*, std::int64_t, int, int, float*, int*, cudaStream_t)>;
+
+Launch warp_launch(TopkKernel kernel) {
+  return [kernel](const float* x, std::int64_t rows, int vocab, int k, float* prob, int* idx, cudaStream_t s) {
+    enqueue_topk(kernel, x, rows, vocab, k, prob, idx, s);
+  };
+}
+
+Launch lanes_launch(LanesKernel kernel) {
+  return [kernel](const float* x, std::int64_t rows, int vocab, int k, float* prob, int* idx, cudaStream_t s) {
+    enqueue_lanes(kernel, x, rows, vocab, k, prob, idx, s);
+  };
+}
+
+void run_topk(const Launch& launch, const std::vector<float>& x, std::int64_t rows, int vocab, int k, int offset,
               std::vector<float>& prob, std::vector<int>& idx) {
   std::vector<float> shifted(x.size() + offset, 0.f);
   std::copy(x.begin(), x.end(), shifted.begin() + offset);
@@ -76,7 +112,7 @@ void run_topk(TopkKernel kernel, const std::vector<float>& x, std::int64_t rows,
   kl::DeviceBuffer<int> didx(rows * k);
   dprob.poison(0x3C);
   didx.poison(0x3C);
-  enqueue_topk(kernel, dx.data() + offset, rows, vocab, k, dprob.data(), didx.data(), nullptr);
+  launch(dx.data() + offset, rows, vocab, k, dprob.data(), didx.data(), nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
   prob = dprob.download();
   idx = didx.download();
@@ -84,11 +120,11 @@ void run_topk(TopkKernel kernel, const std::vector<float>& x, std::int64_t rows,
 
 // The first (row, rank) whose index is not the reference's or whose probability is off by more
 // than the f32 tolerance (or NaN where the reference is not), as one line; "" when all are right.
-kl::grade::Failure check_one(TopkKernel kernel, const std::string& what, const std::vector<float>& x, std::int64_t rows,
+kl::grade::Failure check_one(const Launch& launch, const std::string& what, const std::vector<float>& x, std::int64_t rows,
                              int vocab, int k, int kc, int offset = 0) {
   std::vector<float> prob;
   std::vector<int> idx;
-  run_topk(kernel, x, rows, vocab, k, offset, prob, idx);
+  run_topk(launch, x, rows, vocab, k, offset, prob, idx);
   const lesson05::Reference ref = lesson05::reference(x, rows, vocab, k);
   const lesson05::Tolerance tol = lesson05::tolerance(lesson05::Dtype::f32);
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -129,7 +165,7 @@ kl::grade::Failure check_vocab(TopkKernel kernel, int kc, int vocab) {
   const auto n = static_cast<std::size_t>(rows * vocab);
   const auto seed = static_cast<std::uint64_t>(vocab) * 64 + kc * 8;
   const auto check = [&](const std::string& what, const std::vector<float>& x, int offset = 0) {
-    return check_one(kernel, what, x, rows, vocab, k, kc, offset);
+    return check_one(warp_launch(kernel), what, x, rows, vocab, k, kc, offset);
   };
   const auto normal = kl::normal_floats(n, 0, 2, kl::seed_for(seed));
   kl::grade::Failure f = check("normal(0, 2) logits", normal);
@@ -197,7 +233,55 @@ kl::grade::Speed race_topk(TopkKernel mine, TopkKernel solution) {
   });
 }
 
-// The kernels of each set by list length, for check_topk.
+// Exercise 05.3 on rows of 1 to 256 logits (groups of 1 to 32 lanes), 1, 7 and 333 rows (the last warp
+// part-filled), k = 1, 2, 5 and 8 (lists of 1, 2 and 8): normal logits, ties, and -inf, NaN and +inf.
+template <class KernelFor>
+kl::grade::Failure check_lanes(KernelFor kernel_for) {
+  const bool small = kl::grade::sanitized();
+  const std::vector<int> vocabs = small ? std::vector<int>{1, 8, 9, 64}
+                                        : std::vector<int>{1, 2, 3, 5, 8, 9, 16, 31, 33, 64, 100, 128, 256};
+  const std::vector<std::int64_t> row_counts = small ? std::vector<std::int64_t>{7} : std::vector<std::int64_t>{1, 7, 333};
+  kl::grade::Failure f;
+  const auto for_list = [&](auto kc, int k) {
+    for (int vocab : vocabs)
+      for (std::int64_t rows : row_counts) {
+        if (!f.empty() || k > vocab) continue;
+        const auto n = static_cast<std::size_t>(rows * vocab);
+        const auto seed = static_cast<std::uint64_t>(vocab) * 1000 + static_cast<std::uint64_t>(rows) * 8 + k;
+        const Launch launch = lanes_launch(kernel_for(kc));
+        const auto check = [&](const std::string& what, const std::vector<float>& x) {
+          return check_one(launch, what, x, rows, vocab, k, kc());
+        };
+        f = check("normal(0, 2) logits", kl::normal_floats(n, 0, 2, kl::seed_for(seed)));
+        if (f.empty() && !small) f = check("whole-number logits in [-2, 2] (ties)", kl::integer_floats(n, -2, 2, kl::seed_for(seed + 1)));
+        if (f.empty() && rows >= 7 && vocab >= 2) f = check("-inf, NaN and +inf", special_values(rows, vocab));
+      }
+  };
+  for_list(std::integral_constant<int, 1>{}, 1);
+  for_list(std::integral_constant<int, 2>{}, 2);
+  for_list(std::integral_constant<int, 8>{}, 5);
+  for_list(std::integral_constant<int, 8>{}, 8);
+  return f;
+}
+
+kl::grade::Speed race_lanes(LanesKernel mine, LanesKernel solution) {
+  if (kl::grade::sanitized()) return {};
+  const std::int64_t rows = 65536;
+  const int vocab = 8, k = 2;
+  const kl::DeviceBuffer<float> x(kl::normal_floats(rows * vocab, 0, 2, kl::seed_for(53)));
+  kl::DeviceBuffer<float> prob(rows * k);
+  kl::DeviceBuffer<int> idx(rows * k);
+  const auto with = [&](LanesKernel kern) {
+    return [&, kern](cudaStream_t s) { enqueue_lanes(kern, x.data(), rows, vocab, k, prob.data(), idx.data(), s); };
+  };
+  return kl::grade::race(with(mine), with(solution), [&] {
+    kl::grade::Failure f = kl::grade::same_as_solution(with(mine), with(solution), prob, 1e-5, 1e-7);
+    if (f.empty()) f = kl::grade::same_as_solution(with(mine), with(solution), idx, 0, 0);
+    return f.empty() ? f : "rows = 65536, V = 8, k = 2: " + f;
+  });
+}
+
+// The kernels of each set by list length, for check_topk and check_lanes.
 const auto graded_insert = [](auto kc) -> TopkKernel { return graded::topk_warp_per_row<decltype(kc)::value>; };
 const auto graded_vector = [](auto kc) -> TopkKernel { return graded::topk_warp_vector<decltype(kc)::value>; };
 const auto max_only_insert = [](auto kc) -> TopkKernel { return max_only::topk_warp_per_row<decltype(kc)::value>; };
@@ -208,6 +292,8 @@ const auto scalar_loop_vector = [](auto kc) -> TopkKernel {
   return scalar_loop::topk_warp_vector<decltype(kc)::value>;
 };
 const auto packs_only_vector = [](auto kc) -> TopkKernel { return packs_only::topk_warp_vector<decltype(kc)::value>; };
+const auto graded_lanes = [](auto kc) -> LanesKernel { return graded::topk_lanes_per_row<decltype(kc)::value>; };
+const auto whole_warp_lanes = [](auto kc) -> LanesKernel { return whole_warp::topk_lanes_per_row<decltype(kc)::value>; };
 
 }  // namespace
 
@@ -220,6 +306,16 @@ TEST_SUITE("gpu") {
   TEST_CASE("exercise 05.2: step 3, 16-byte loads and an early reject") {
     kl::grade::verdict("05.2", check_topk(graded_vector),
                        race_topk(graded::topk_warp_vector<16>, solution::topk_warp_vector<16>));
+  }
+
+  TEST_CASE("exercise 05.3: step 7's group of lanes per row, its (m, s) and its winners") {
+    kl::grade::verdict("05.3", check_lanes(graded_lanes),
+                       race_lanes(graded::topk_lanes_per_row<2>, solution::topk_lanes_per_row<2>));
+  }
+
+  TEST_CASE("wrong 05.3: a warp's butterflies on smaller groups mix the rows") {
+    kl::grade::wrong_variant("05.3", "whole_warp", kl::grade::Fails::check, check_lanes(whole_warp_lanes),
+                             race_lanes(whole_warp::topk_lanes_per_row<2>, solution::topk_lanes_per_row<2>));
   }
 
   TEST_CASE("wrong 05.1: keeping only the maximum is right for k = 1 only") {
