@@ -296,10 +296,13 @@ struct Selection {
 };
 
 // Keeps the k best candidates, sorted, at the front of the buffer and raises the threshold to the
-// k-th best logit.
+// k-th best logit (with kBound, unless the lanes' maxima put it higher already: see raise_to_maxima).
+template <bool kBound = false>
 __device__ __forceinline__ void keep_best(Selection& sel, int k, int lane) {
   sel.count = sort_candidates(sel.buf, sel.count, k, lane);
-  if (sel.count == k) sel.threshold = key_value(sel.buf[k - 1]);
+  if (sel.count != k) return;
+  if constexpr (kBound) sel.threshold = fmaxf(sel.threshold, key_value(sel.buf[k - 1]));  // NaN: the other
+  else sel.threshold = key_value(sel.buf[k - 1]);
 }
 
 // Appends the lanes' keys that are `in` after the buffer's candidates, in lane order; the caller
@@ -312,8 +315,9 @@ __device__ __forceinline__ void append(Selection& sel, bool in, Key key, int lan
 
 // One logit per lane (valid = false: the lane has none): in if not below the threshold (NaN is
 // never below). A tie gets in too: the scalar head comes after the body, so its indices are lower.
+template <bool kBound = false>
 __device__ __forceinline__ void offer(Selection& sel, bool valid, float v, int i, int k, int lane) {
-  if (sel.count > sel.cap - 32) keep_best(sel, k, lane);
+  if (sel.count > sel.cap - 32) keep_best<kBound>(sel, k, lane);
   append(sel, valid && !(v < sel.threshold), make_key(v, i), lane);
 }
 
@@ -335,17 +339,54 @@ __device__ __forceinline__ int warp_sum(int v) {
 #endif
 }
 
+// The warp's 32 running maxima are 32 logits already offered, so k of them (k <= kMaximaK) at least
+// as large as their k-th largest exist: nothing below it can win. Between two sorts this bound
+// follows the row's best as it is read (for k = 1 it is the row's max so far), where the buffer's
+// k-th best is only as recent as the last sort. A bitonic sort of the 32 values across the lanes.
+// The kernels that use it are compiled apart (kBound = true): behind a run-time test in one kernel,
+// its code slowed the larger k it never ran for (f16, K = 50: 0.28 -> 0.43 ms; NOTES.md).
+constexpr int kMaximaK = 16;
+
+// Calls f(std::true_type{}) when k <= kMaximaK, else f(std::false_type{}): the kBound of the kernel to launch.
+template <class F>
+void with_bound(int k, F&& f) {
+  if (k <= kMaximaK) f(std::true_type{});
+  else f(std::false_type{});
+}
+
+__device__ __forceinline__ void raise_to_maxima(Selection& sel, float lane_max, int k, int lane) {
+  float v = lane_max;
+#pragma unroll
+  for (int size = 2; size <= 32; size *= 2) {
+#pragma unroll
+    for (int stride = size / 2; stride > 0; stride /= 2) {
+      const float other = __shfl_xor_sync(kl::kFullMask, v, stride);
+      const bool keep_max = ((lane & stride) == 0) == ((lane & size) == 0);  // runs of `size` alternate
+      v = keep_max ? fmaxf(v, other) : fminf(v, other);
+    }
+  }
+  const float kth = __shfl_sync(kl::kFullMask, v, k - 1);  // largest first after the last run
+  // Just below it, so that the k-th itself (perhaps in the pack being offered) still gets in.
+  if (kth > -INFINITY) sel.threshold = fmaxf(sel.threshold, nextafterf(kth, -INFINITY));
+}
+
 // A pack of P logits per lane (kept in the input type until needed): when no lane's pack max
 // passes the threshold, which is almost always, the whole warp moves on after one vote. Otherwise
 // each lane marks its logits that are in, and every round appends each lane's lowest marked one:
 // usually one round, where a ballot per logit of the pack cost P. A logit must be above the
 // threshold: the packs come in rising index order, so one equal to it ranks below the K-th key (a
 // lower index) and cannot win. Rows of equal logits, or of fewer than K finite ones (-inf = -inf),
-// would otherwise send every logit through the buffer and its sorts.
-template <class T, int P>
+// would otherwise send every logit through the buffer and its sorts. With kBound (k <= kMaximaK) a
+// pack that passes first raises the threshold to the lanes' maxima (lane_max: this lane's, this pack
+// included), and most packs then fail the vote after all.
+template <bool kBound, class T, int P>
 __device__ __forceinline__ void offer_pack(Selection& sel, bool valid, const kl::Pack<T, P>& raw, float pack_max,
-                                           int i0, int k, int lane) {
+                                           float lane_max, int i0, int k, int lane) {
   if (!__any_sync(kl::kFullMask, valid && !(pack_max <= sel.threshold))) return;
+  if constexpr (kBound) {
+    raise_to_maxima(sel, lane_max, k, lane);
+    if (!__any_sync(kl::kFullMask, valid && !(pack_max <= sel.threshold))) return;
+  }
   float v[P];
   kl::to_floats(raw, v);
   unsigned marked = 0;
@@ -353,7 +394,7 @@ __device__ __forceinline__ void offer_pack(Selection& sel, bool valid, const kl:
   for (int i = 0; i < P; ++i) marked |= valid && !(v[i] <= sel.threshold) ? 1u << i : 0u;
   int incoming = 32 * P;  // at most
   if (k > kFullSortK) incoming = warp_sum(__popc(marked));
-  if (sel.count + incoming > sel.cap) keep_best(sel, k, lane);
+  if (sel.count + incoming > sel.cap) keep_best<kBound>(sel, k, lane);
   while (__any_sync(kl::kFullMask, marked != 0)) {
     const int i = __ffs(marked) - 1;
     float x = v[0];
@@ -396,7 +437,7 @@ __device__ __forceinline__ void seed_threshold(Selection& sel, bool valid, const
 // short loop, so the 4 packs of 8 halves fit the instruction cache (NOTES.md: the choice for 16-bit rows).
 constexpr int kInFlight = 4;
 
-template <class T>
+template <bool kBound, class T>
 __device__ __forceinline__ void scan_select(const T* row, int begin, int end, int t, int nt, float& m, float& s,
                                             Selection& sel, int k, int lane) {
   constexpr int P = kPack<T>;
@@ -406,7 +447,7 @@ __device__ __forceinline__ void scan_select(const T* row, int begin, int end, in
     const bool has = t < count;
     const float v = has ? kl::to_float(row[at + t]) : -INFINITY;
     add_to_sum(m, s, v);
-    offer(sel, has, v, at + t, k, lane);
+    offer<kBound>(sel, has, v, at + t, k, lane);
   };
   for (int first = 0; first < packs; first += kInFlight * nt) {  // the same trip count in every lane
     kl::Pack<T, P> raw[kInFlight];  // kept in the input type until used: 4 registers per pack
@@ -424,7 +465,7 @@ __device__ __forceinline__ void scan_select(const T* row, int begin, int end, in
       kl::to_floats(raw[u], v);
       const float pack_max = add_pack_to_sum(m, s, v);
       if (u == 0 && first == 0) seed_threshold(sel, q < packs, raw[u], body + q * P, k, lane);
-      offer_pack(sel, q < packs, raw[u], pack_max, body + q * P, k, lane);
+      offer_pack<kBound>(sel, q < packs, raw[u], pack_max, m, body + q * P, k, lane);
     }
   }
   single(begin, split.head);  // after the seeding, which needs the buffer empty
@@ -477,7 +518,7 @@ constexpr int kBlockWarps = kBlockThreads / 32;
 // as in step 4, then warp 0 streams the 8 warps' sorted lists through one more selection. With
 // one slice per row the block writes the answer; with several it writes the slice's k best keys
 // and (m, s) for topk_merge_slices. 8 warps on one row keep enough loads in flight when rows are few.
-template <class T>
+template <class T, bool kBound>
 __global__ void __launch_bounds__(kBlockThreads, 4)
     topk_block(const T* x, int vocab, int k, int slices, int slice, float* prob, int* idx, Key* part_keys,
                float2* part_stats) {
@@ -488,7 +529,7 @@ __global__ void __launch_bounds__(kBlockThreads, 4)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   Selection sel{buffers + warp * kCap<T>, kCap<T>};
   float m = -INFINITY, s = 0.f;
-  scan_select(x + row * vocab, begin, end, static_cast<int>(threadIdx.x), kBlockThreads, m, s, sel, k, lane);
+  scan_select<kBound>(x + row * vocab, begin, end, static_cast<int>(threadIdx.x), kBlockThreads, m, s, sel, k, lane);
   keep_best(sel, k, lane);  // the warp's k best (key 0 where it saw fewer) at the front of its buffer
   warp_stats(m, s);
   if (lane == 0) warp_ms[warp] = make_float2(m, s);

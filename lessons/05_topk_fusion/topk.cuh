@@ -44,18 +44,18 @@ namespace lesson05 {
 // 16384-65536 rows, V = 8 0.18-0.48x the time of step 2, V = 128 0.84-0.90x). Up to kSmallRow a warp
 // per row, 8 logits a lane: 16-bit rows in one 16-byte load a lane (step 3: 0.97x the time of step 2
 // at V = 256, K = 8), f32 rows in two, where step 3's reject never pays (1.03x step 2's time).
-// Long rows: with a warp per row and K <= kLaneK, each lane's own K best in registers (step 3) beat
-// the warp's shared list (H100, R = 4096: f16 K = 1 and 2 take 0.63-0.83x the time of step 4, f32
-// 0.97-1.02x). Otherwise the first of step 4 (R warps) and step 5 (8 R warps) whose warps reach a
-// quarter of the wanted ones (H100, V = 128256, K = 50: at R = 1024 step 5 took 1.14-1.56x the time
-// of step 4, at R = 256 0.40-0.52x), else step 8, whose radix selects cost each row's blocks a fixed
-// number of passes (20 us at R = 1, 63 at R = 64, 196 at R = 256 against step 5's 88-118).
+// Long rows: with a warp per row and K <= kLaneK, each lane's own best in registers (step 3); at K = 1
+// step 4's bound makes its threshold the row's max so far, as step 3's, and the two run within 2 %
+// of each other (H100, R = 4096), while at K = 2 step 3 takes up to 1.16x step 4's time. Otherwise the first of step 4
+// (R warps) and step 5 (8 R warps) whose warps reach a quarter of the wanted ones (H100, V = 128256, K = 50: at R =
+// 1024 step 5 took 1.14-1.56x the time of step 4, at R = 256 0.40-0.52x), else step 8, whose radix selects cost each
+// row's blocks a fixed number of passes (20 us at R = 1, 63 at R = 64, 196 at R = 256 against step 5's 88-118).
 constexpr int kWantedWarpsPerSm = 16;
 constexpr int kEnoughShare = 4;
 constexpr int kShortRow = 4096;
 constexpr int kTinyRow = 128;
 constexpr int kSmallRow = 256;
-constexpr int kLaneK = 2;
+constexpr int kLaneK = 1;
 
 inline int choose_step(std::int64_t rows, int vocab, int k, int sms, Dtype dtype = Dtype::f32) {
   const std::int64_t wanted = std::int64_t{sms} * kWantedWarpsPerSm, enough = wanted / kEnoughShare;

@@ -19,7 +19,7 @@ namespace lesson05 {
 // Step 3's kernel with one K-best selection per warp: one threshold for all 32 lanes, rarely crossed,
 // so almost every pack costs a vote and nothing more. At most 64 registers, so that 4 blocks (32
 // rows) fit on an SM: R = 4096 rows run in one wave.
-template <class T>
+template <class T, bool kBound>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock, 4)
     topk_warp_select(const T* x, std::int64_t rows, int vocab, int k, float* prob, int* idx) {
   __shared__ Key buffers[kWarpsPerBlock * kCap<T>];
@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 4)
   if (row >= rows) return;  // the whole warp leaves together
   Selection sel{buffers + warp * kCap<T>, kCap<T>};
   float m = -INFINITY, s = 0.f;
-  scan_select(x + row * vocab, 0, vocab, lane, 32, m, s, sel, k, lane);
+  scan_select<kBound>(x + row * vocab, 0, vocab, lane, 32, m, s, sel, k, lane);
   keep_best(sel, k, lane);
   warp_stats(m, s);
   write_best(sel.buf, k, lane, m, s, prob + row * k, idx + row * k);
@@ -37,8 +37,10 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock, 4)
 inline void launch_warp_select(const Problem& p, Workspace&, cudaStream_t s) {
   with_type(p.dtype, [&](auto t) {
     using T = decltype(t);
-    topk_warp_select<T><<<warp_grid(p.rows), 32 * kWarpsPerBlock, 0, s>>>(static_cast<const T*>(p.x), p.rows, p.vocab,
-                                                                          p.k, p.prob, p.idx);
+    with_bound(p.k, [&](auto bound) {
+      topk_warp_select<T, bound><<<warp_grid(p.rows), 32 * kWarpsPerBlock, 0, s>>>(static_cast<const T*>(p.x), p.rows,
+                                                                                   p.vocab, p.k, p.prob, p.idx);
+    });
   });
   CUDA_CHECK_LAUNCH();
 }

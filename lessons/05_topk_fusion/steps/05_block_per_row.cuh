@@ -12,8 +12,10 @@ inline void launch_block_per_row(const Problem& p, Workspace&, cudaStream_t s) {
   with_type(p.dtype, [&](auto t) {
     using T = decltype(t);
     // one slice, the whole row: the block writes the answer, so the slices' buffers are not needed
-    topk_block<T><<<static_cast<unsigned>(p.rows), kBlockThreads, 0, s>>>(static_cast<const T*>(p.x), p.vocab, p.k, 1,
-                                                                          p.vocab, p.prob, p.idx, nullptr, nullptr);
+    with_bound(p.k, [&](auto bound) {
+      topk_block<T, bound><<<static_cast<unsigned>(p.rows), kBlockThreads, 0, s>>>(
+          static_cast<const T*>(p.x), p.vocab, p.k, 1, p.vocab, p.prob, p.idx, nullptr, nullptr);
+    });
   });
   CUDA_CHECK_LAUNCH();
 }

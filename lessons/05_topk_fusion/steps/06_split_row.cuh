@@ -58,8 +58,10 @@ void run_block(const Problem& p, int slices, Workspace& ws, cudaStream_t s) {
     ws.part_stats.resize(static_cast<std::size_t>(p.rows * used));
   }
   const auto blocks = static_cast<unsigned>(p.rows * used);
-  topk_block<T><<<blocks, kBlockThreads, 0, s>>>(static_cast<const T*>(p.x), p.vocab, p.k, used, slice, p.prob, p.idx,
-                                                 ws.part_keys.data(), ws.part_stats.data());
+  with_bound(p.k, [&](auto bound) {
+    topk_block<T, bound><<<blocks, kBlockThreads, 0, s>>>(static_cast<const T*>(p.x), p.vocab, p.k, used, slice, p.prob,
+                                                          p.idx, ws.part_keys.data(), ws.part_stats.data());
+  });
   CUDA_CHECK_LAUNCH();
   if (used > 1) {
     topk_merge_slices<<<static_cast<unsigned>(p.rows), 32, 0, s>>>(ws.part_keys.data(), ws.part_stats.data(), used, p.k,
