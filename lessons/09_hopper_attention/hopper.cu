@@ -15,6 +15,7 @@
 #include "lessons/09_hopper_attention/steps/03_tma.cuh"
 #include "lessons/09_hopper_attention/steps/04_warp_specialized.cuh"
 #include "lessons/09_hopper_attention/steps/05_overlap.cuh"
+#include "lessons/09_hopper_attention/steps/06_wide_tiles.cuh"
 
 namespace lesson09 {
 
@@ -48,6 +49,10 @@ const std::vector<Step>& hopper_steps() {
           .arch_specific(),
       kl::step("overlap", "S of tile j and PV of tile j-1 in flight together; the softmax runs under the PV GEMM",
                launch_overlap)
+          .needs(90)
+          .arch_specific(),
+      kl::step("wide_tiles", "step 5 on 128-key tiles: m64n128 S GEMMs, half the barriers and row reductions per key",
+               launch_wide_tiles)
           .needs(90)
           .arch_specific(),
   };

@@ -31,33 +31,39 @@ __device__ __forceinline__ unsigned char* aligned_smem(unsigned char* raw) {
   return reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(raw) + 1023) & ~std::uintptr_t{1023});
 }
 
-// S[64 x 64] = Q·Kᵀ for this warpgroup: D/16 wgmmas, k-step s reads 16 columns of panel s / 4 of both.
-template <int D>
-__device__ __forceinline__ void scores_wgmma(float (&s)[32], const unsigned char* q, const unsigned char* k) {
+// S[64 x N] = Q·Kᵀ for this warpgroup (N = 2 NS keys: 64, or 128 from step 6 on): D/16 wgmmas, k-step s
+// reads 16 columns of panel s / 4 of both; Q's panels hold 64 rows, K's N.
+template <int D, int NS>
+__device__ __forceinline__ void scores_wgmma(float (&s)[NS], const unsigned char* q, const unsigned char* k) {
 #pragma unroll
   for (int ks = 0; ks < D / 16; ++ks) {
-    const int off = (ks / 4) * 64 * kl::kRowBytes + (ks % 4) * 32;
-    kl::wgmma_m64n64k16_ss(s, kl::smem_desc(q + off, 16, kl::kAtomBytes), kl::smem_desc(k + off, 16, kl::kAtomBytes),
-                           ks > 0);
+    const int q_off = (ks / 4) * 64 * kl::kRowBytes + (ks % 4) * 32,
+              k_off = (ks / 4) * 2 * NS * kl::kRowBytes + (ks % 4) * 32;
+    const std::uint64_t a = kl::smem_desc(q + q_off, 16, kl::kAtomBytes),
+                        b = kl::smem_desc(k + k_off, 16, kl::kAtomBytes);
+    if constexpr (NS == 32) kl::wgmma_m64n64k16_ss(s, a, b, ks > 0);
+    else kl::wgmma_m64n128k16_ss(s, a, b, ks > 0);
   }
 }
 
 // P as f16 A fragments: k-step ks takes keys 16ks .. 16ks + 15, i.e. S's accumulator columns 16ks ..
 // +15, which in f16 pairs are exactly the A layout (rows g and g+8, columns 2t and 8 + 2t).
-__device__ __forceinline__ void pack_p(std::uint32_t (&a)[kBc / 16][4], const float (&s)[32]) {
+template <int NS>
+__device__ __forceinline__ void pack_p(std::uint32_t (&a)[NS / 8][4], const float (&s)[NS]) {
 #pragma unroll
-  for (int ks = 0; ks < kBc / 16; ++ks)
+  for (int ks = 0; ks < NS / 8; ++ks)
 #pragma unroll
     for (int i = 0; i < 4; ++i) a[ks][i] = kl::pack_half2(s[8 * ks + 2 * i], s[8 * ks + 2 * i + 1]);
 }
 
-// O[64 x D] += P·V, one wgmma per 16 keys; V's 64-column panels are LBO apart, its 8-key atoms SBO.
-template <int D>
-__device__ __forceinline__ void accumulate_pv_wgmma(float (&o)[D / 2], const std::uint32_t (&a)[kBc / 16][4],
+// O[64 x D] += P·V, one wgmma per 16 keys (KS of them); V's 64-column panels (16 KS rows each) are LBO
+// apart, its 8-key atoms SBO.
+template <int D, int KS>
+__device__ __forceinline__ void accumulate_pv_wgmma(float (&o)[D / 2], const std::uint32_t (&a)[KS][4],
                                                     const unsigned char* v) {
 #pragma unroll
-  for (int ks = 0; ks < kBc / 16; ++ks) {
-    const std::uint64_t b = kl::smem_desc(v + ks * 16 * kl::kRowBytes, 64 * kl::kRowBytes, kl::kAtomBytes);
+  for (int ks = 0; ks < KS; ++ks) {
+    const std::uint64_t b = kl::smem_desc(v + ks * 16 * kl::kRowBytes, 16 * KS * kl::kRowBytes, kl::kAtomBytes);
     if constexpr (D == 64) kl::wgmma_m64n64k16_rs(o, a[ks], b, 1);
     else kl::wgmma_m64n128k16_rs(o, a[ks], b, 1);
   }
@@ -68,10 +74,10 @@ __device__ __forceinline__ void accumulate_pv_wgmma(float (&o)[D / 2], const std
 __device__ __forceinline__ int acc_col(int i, int t) { return 8 * (i / 4) + 2 * t + (i % 2); }
 
 // -inf for the keys past the sequence's end and, when causal, those after the query row.
-template <bool kCausal>
-__device__ __forceinline__ void mask_scores_wgmma(float (&s)[32], int k0, int row, int t, int seq) {
+template <bool kCausal, int NS>
+__device__ __forceinline__ void mask_scores_wgmma(float (&s)[NS], int k0, int row, int t, int seq) {
 #pragma unroll
-  for (int i = 0; i < 32; ++i) {
+  for (int i = 0; i < NS; ++i) {
     const int key = k0 + acc_col(i, t), r = row + (i % 4 >= 2 ? 8 : 0);
     if (key >= seq || (kCausal && key > r)) s[i] = -INFINITY;
   }
@@ -150,12 +156,12 @@ struct TmaSmem {
 };
 
 // A [heads_total, seq, dim] f16 tensor (Q, K or V of lesson 07's layout) as the copy engine sees it:
-// boxes of 64 rows x 64 columns (one swizzled panel, 8 KiB), rows past seq zero-filled.
-inline CUtensorMap head_tensor_map(const void* base, std::int64_t heads_total, int seq, int dim) {
+// boxes of `rows` rows x 64 columns (one swizzled panel: 8 KiB at 64 rows), rows past seq zero-filled.
+inline CUtensorMap head_tensor_map(const void* base, std::int64_t heads_total, int seq, int dim, int rows = 64) {
   const cuuint64_t dims[3] = {static_cast<cuuint64_t>(dim), static_cast<cuuint64_t>(seq),
                               static_cast<cuuint64_t>(heads_total)};
   const cuuint64_t strides[2] = {static_cast<cuuint64_t>(dim) * 2, static_cast<cuuint64_t>(seq) * dim * 2};
-  const cuuint32_t box[3] = {64, 64, 1};
+  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(rows), 1};
   return kl::tensor_map(CU_TENSOR_MAP_DATA_TYPE_FLOAT16, base, 3, dims, strides, box, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
@@ -228,13 +234,58 @@ constexpr std::size_t flash_ws_smem() {
 
 // Steps 4-5: thread 0 initialises the full barriers (kTmaStages stages and Q: one arrival each, the
 // producer's expect_tx) and the empty ones (every consumer thread arrives), before anyone uses them.
+template <int kStages = kTmaStages>
 __device__ __forceinline__ void init_ws_barriers(std::uint64_t* full, std::uint64_t* empty) {
   if (threadIdx.x == 0) {
-    for (int s = 0; s <= kTmaStages; ++s) kl::mbarrier_init(full + s, 1);
-    for (int s = 0; s < kTmaStages; ++s) kl::mbarrier_init(empty + s, kWgmmaGroups * 128);
+    for (int s = 0; s <= kStages; ++s) kl::mbarrier_init(full + s, 1);
+    for (int s = 0; s < kStages; ++s) kl::mbarrier_init(empty + s, kWgmmaGroups * 128);
     kl::mbarrier_init_fence();
   }
   __syncthreads();
 }
+
+// ---- introduced by step 5 (the softmax under the P·V GEMM), used by steps 5-6 --------------------------
+
+// Step 2's online softmax without touching O: the new max, P = 2^(S c - m c) in place of S, the running
+// sum, and the factor alpha by which O must still be rescaled (when the P·V in flight is done).
+// NS scores a thread (32: a 64 x 64 tile; 64: step 6's 64 x 128), NS / 2 per row h.
+template <int NS>
+__device__ __forceinline__ void softmax_deferred(float (&s)[NS], float (&m)[2], float (&l)[2], float (&alpha)[2],
+                                                 float c) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float mt = m[h];
+#pragma unroll
+    for (int j = 0; j < NS / 4; ++j) mt = fmaxf(mt, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+    mt = fmaxf(mt, __shfl_xor_sync(kl::kFullMask, mt, 1));
+    mt = fmaxf(mt, __shfl_xor_sync(kl::kFullMask, mt, 2));
+    const float mc = mt == -INFINITY ? 0.f : mt * c;
+    alpha[h] = kl::exp2_approx(m[h] * c - mc);
+    m[h] = mt;
+    float sum = 0;
+#pragma unroll
+    for (int j = 0; j < NS / 4; ++j)
+#pragma unroll
+      for (int e = 2 * h; e < 2 * h + 2; ++e) sum += s[4 * j + e] = kl::exp2_approx(fmaf(s[4 * j + e], c, -mc));
+    l[h] = l[h] * alpha[h] + sum;
+  }
+}
+
+template <int D>
+__device__ __forceinline__ void rescale_o(float (&o)[D / 2], const float (&alpha)[2]) {
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) o[4 * j + e] *= alpha[e / 2];
+}
+
+// The softmax step 5 runs (exercise 09.2 puts its own in its place).
+struct DeferredSoftmax {
+  template <int NS>
+  __device__ __forceinline__ static void apply(float (&s)[NS], float (&m)[2], float (&l)[2], float (&alpha)[2],
+                                               float c) {
+    softmax_deferred(s, m, l, alpha, c);
+  }
+};
 
 }  // namespace lesson09

@@ -1,52 +1,14 @@
 // Lesson 09, step 5: the softmax under the tensor cores. In step 4 a consumer group waits for each
 // GEMM before its softmax and for the softmax before the next GEMM. Here it issues S = Q·Kᵀ of tile
 // j and O += P·V of tile j-1 together, waits only for the first, and computes tile j's softmax while
-// P·V still runs; O is rescaled once that GEMM is done. Needs sm_90a.
+// P·V still runs; O is rescaled once that GEMM is done (softmax_deferred and rescale_o, in parts.cuh,
+// since step 6 keeps them). Needs sm_90a.
 #pragma once
 #include <cstdint>
 
 #include "lessons/09_hopper_attention/parts.cuh"
 
 namespace lesson09 {
-
-// Step 2's online softmax without touching O: the new max, P = 2^(S c - m c) in place of S, the running
-// sum, and the factor alpha by which O must still be rescaled (when the P·V in flight is done).
-__device__ __forceinline__ void softmax_deferred(float (&s)[32], float (&m)[2], float (&l)[2], float (&alpha)[2],
-                                                 float c) {
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float mt = m[h];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) mt = fmaxf(mt, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
-    mt = fmaxf(mt, __shfl_xor_sync(kl::kFullMask, mt, 1));
-    mt = fmaxf(mt, __shfl_xor_sync(kl::kFullMask, mt, 2));
-    const float mc = mt == -INFINITY ? 0.f : mt * c;
-    alpha[h] = kl::exp2_approx(m[h] * c - mc);
-    m[h] = mt;
-    float sum = 0;
-#pragma unroll
-    for (int j = 0; j < 8; ++j)
-#pragma unroll
-      for (int e = 2 * h; e < 2 * h + 2; ++e) sum += s[4 * j + e] = kl::exp2_approx(fmaf(s[4 * j + e], c, -mc));
-    l[h] = l[h] * alpha[h] + sum;
-  }
-}
-
-template <int D>
-__device__ __forceinline__ void rescale_o(float (&o)[D / 2], const float (&alpha)[2]) {
-#pragma unroll
-  for (int j = 0; j < D / 8; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) o[4 * j + e] *= alpha[e / 2];
-}
-
-// The softmax step 5 runs (exercise 09.2 puts its own in its place).
-struct DeferredSoftmax {
-  __device__ __forceinline__ static void apply(float (&s)[32], float (&m)[2], float (&l)[2], float (&alpha)[2],
-                                               float c) {
-    softmax_deferred(s, m, l, alpha, c);
-  }
-};
 
 // Step 5: step 4 with the consumer loop software-pipelined by one GEMM.
 template <int D, bool kCausal, class Softmax = DeferredSoftmax>

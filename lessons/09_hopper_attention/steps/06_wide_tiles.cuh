@@ -1,0 +1,145 @@
+// Lesson 09, step 6: key tiles of 128. Step 5 walks the keys 64 at a time: per 64 keys a group waits
+// on a barrier, issues D/16 + 4 wgmmas, finds its rows' max across a quad and commits. With 128 keys a
+// tile, S = Q·Kᵀ is one m64n128 wgmma per 16 columns of D and P·V gets 8 k-steps, so every fixed cost
+// of a tile is paid once per 128 keys; S takes 64 registers a thread instead of 32 (the consumers have
+// 240). Three stages of K and V, 64 KiB each at D = 128, still fit the shared memory with Q (224 KiB
+// of 227); with two the loads no longer stayed ahead at D = 128 (NOTES.md). Needs sm_90a.
+#pragma once
+#include <cstdint>
+
+#include "lessons/09_hopper_attention/parts.cuh"
+
+namespace lesson09 {
+
+constexpr int kWideBc = 128, kWideStages = 3;
+
+// Q as in steps 3-5 (two groups of 64 rows), then kWideStages stages of K and V of 128 rows, the full
+// barriers (a stage each, and Q) and the empty ones: 224 KiB and 56 bytes at D = 128.
+template <int D>
+struct WideSmem {
+  static constexpr int kPanels = D / kl::kPanelCols;
+  static constexpr int kQTile = kPanels * 64 * kl::kRowBytes, kPanelBytes = kWideBc * kl::kRowBytes;
+  static constexpr int kTile = kPanels * kPanelBytes;  // 128 keys
+  static constexpr int kQ = 0, kK = kQ + kWgmmaGroups * kQTile, kV = kK + kWideStages * kTile;
+  static constexpr int kBars = kV + kWideStages * kTile, kEmpty = kBars + 8 * (kWideStages + 1);
+  static constexpr int kBytes = kEmpty + 8 * kWideStages;
+};
+static_assert(WideSmem<128>::kBytes + 1024 <= 227 * 1024,
+              "a block's shared memory on sm_90 (with the 1 KiB alignment)");
+
+// Step 4's producer with 128-key boxes (one TMA per 64-column panel of K and of V).
+template <int D>
+__device__ __forceinline__ void produce_wide(unsigned char* smem, const TmaMaps& maps, int q0, int head, int nk) {
+  using L = WideSmem<D>;
+  auto* full = reinterpret_cast<std::uint64_t*>(smem + L::kBars);
+  auto* empty = reinterpret_cast<std::uint64_t*>(smem + L::kEmpty);
+  kl::mbarrier_arrive_expect_tx(full + kWideStages, kWgmmaGroups * L::kQTile);
+  for (int gr = 0; gr < kWgmmaGroups; ++gr)
+    for (int pn = 0; pn < L::kPanels; ++pn)
+      kl::tma_load_3d(smem + L::kQ + gr * L::kQTile + pn * 64 * kl::kRowBytes, &maps.q, 64 * pn, q0 + 64 * gr, head,
+                      full + kWideStages);
+  for (int t = 0; t < nk; ++t) {
+    const int stage = t % kWideStages;
+    kl::mbarrier_wait(empty + stage, (t / kWideStages + 1) % 2);
+    kl::mbarrier_arrive_expect_tx(full + stage, 2 * L::kTile);
+    for (int pn = 0; pn < L::kPanels; ++pn) {
+      const int off = stage * L::kTile + pn * L::kPanelBytes;
+      kl::tma_load_3d(smem + L::kK + off, &maps.k, 64 * pn, t * kWideBc, head, full + stage);
+      kl::tma_load_3d(smem + L::kV + off, &maps.v, 64 * pn, t * kWideBc, head, full + stage);
+    }
+  }
+}
+
+// Step 5's kernel on 128-key tiles.
+template <int D, bool kCausal>
+__global__ void __launch_bounds__(kWsThreads, 1) flash_wide(Problem p, const __grid_constant__ TmaMaps maps) {
+  using L = WideSmem<D>;
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem = aligned_smem(smem_raw);
+  auto* full = reinterpret_cast<std::uint64_t*>(smem + L::kBars);
+  auto* empty = reinterpret_cast<std::uint64_t*>(smem + L::kEmpty);
+  std::int64_t head64;
+  int q0;
+  lesson07::flash_block(p, kWgmmaBr, head64, q0);
+  const int head = static_cast<int>(head64);
+  const int all = (p.seq + kWideBc - 1) / kWideBc;
+  const int nk = kCausal ? min(all, (q0 + kWgmmaBr + kWideBc - 1) / kWideBc) : all;
+  init_ws_barriers<kWideStages>(full, empty);
+  if (threadIdx.x < 128) {
+    kl::setmaxnreg_dec<kProducerRegs>();
+    if (threadIdx.x == 0) produce_wide<D>(smem, maps, q0, head, nk);
+    return;
+  }
+  kl::setmaxnreg_inc<kConsumerRegs>();
+  const int group = threadIdx.x / 128 - 1, w = threadIdx.x / 32 % 4, lane = threadIdx.x % 32, g = lane / 4,
+            t = lane % 4;
+  const unsigned char* qs = smem + L::kQ + group * L::kQTile;
+  kl::mbarrier_wait(full + kWideStages, 0);
+  const int row = q0 + 64 * group + 16 * w + g, first_row = q0 + 64 * group;
+  const int mine = kCausal ? min(nk, (first_row + 64 + kWideBc - 1) / kWideBc) : nk;
+  const float c = p.scale * kl::kLog2e;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0, 0}, alpha[2];
+  float o[D / 2] = {};
+  std::uint32_t pa[kWideBc / 16][4];
+  auto needs_mask = [&](int k0) { return k0 + kWideBc > p.seq || (kCausal && k0 + kWideBc - 1 > first_row); };
+
+  kl::mbarrier_wait(full, 0);  // tile 0: S, softmax (O is still zero: no rescale)
+  {
+    float s[kWideBc / 2];
+    kl::wgmma_fence();
+    scores_wgmma<D>(s, qs, smem + L::kK);
+    kl::wgmma_commit();
+    kl::wgmma_wait<0>();
+    if (needs_mask(0)) mask_scores_wgmma<kCausal>(s, 0, row, t, p.seq);
+    softmax_deferred(s, m, l, alpha, c);
+    pack_p(pa, s);
+  }
+  for (int kt = 1; kt < mine; ++kt) {
+    const int stage = kt % kWideStages, prev = (kt - 1) % kWideStages;
+    kl::mbarrier_wait(full + stage, (kt / kWideStages) % 2);
+    float s[kWideBc / 2];
+    kl::wgmma_fence();
+    scores_wgmma<D>(s, qs, smem + L::kK + stage * L::kTile);  // S of tile kt ...
+    kl::wgmma_commit();
+    accumulate_pv_wgmma<D>(o, pa, smem + L::kV + prev * L::kTile);  // ... and P·V of tile kt - 1
+    kl::wgmma_commit();
+    kl::wgmma_wait<1>();
+    if (needs_mask(kt * kWideBc)) mask_scores_wgmma<kCausal>(s, kt * kWideBc, row, t, p.seq);
+    softmax_deferred(s, m, l, alpha, c);
+    kl::wgmma_wait<0>();
+    kl::mbarrier_arrive(empty + prev);
+    rescale_o<D>(o, alpha);
+    pack_p(pa, s);
+  }
+  kl::wgmma_fence();
+  accumulate_pv_wgmma<D>(o, pa, smem + L::kV + (mine - 1) % kWideStages * L::kTile);
+  kl::wgmma_commit();
+  kl::wgmma_wait<0>();
+  kl::mbarrier_arrive(empty + (mine - 1) % kWideStages);
+  for (int kt = mine; kt < nk; ++kt) {  // tiles past this group's diagonal: only released
+    kl::mbarrier_wait(full + kt % kWideStages, (kt / kWideStages) % 2);
+    kl::mbarrier_arrive(empty + kt % kWideStages);
+  }
+  store_output_wgmma<D>(p.o + head64 * p.seq * D, o, l, row, t, p.seq);
+}
+
+// Q in 64-row boxes, K and V in 128-row boxes.
+inline TmaMaps wide_tma_maps(const Problem& p) {
+  return {head_tensor_map(p.q, p.heads_total(), p.seq, p.dim),
+          head_tensor_map(p.k, p.heads_total(), p.seq, p.dim, kWideBc),
+          head_tensor_map(p.v, p.heads_total(), p.seq, p.dim, kWideBc)};
+}
+
+template <int D, bool kCausal>
+void launch_wide_as(const Problem& p, cudaStream_t s) {
+  launch_flash<flash_wide<D, kCausal>>(WideSmem<D>::kBytes + 1024, kWsThreads, p, s, wide_tma_maps(p));
+}
+
+inline void launch_wide_tiles(const Problem& p, lesson07::Workspace&, cudaStream_t s) {
+  if (p.dim == 64 && p.causal) launch_wide_as<64, true>(p, s);
+  else if (p.dim == 64) launch_wide_as<64, false>(p, s);
+  else if (p.causal) launch_wide_as<128, true>(p, s);
+  else launch_wide_as<128, false>(p, s);
+}
+
+}  // namespace lesson09
