@@ -11,8 +11,9 @@
 //   3    tma                    K, V (and Q) by TMA boxes on mbarriers, 3 stages; one thread issues every load
 //   4    warp_specialized       a producer warpgroup feeds TMA, 2 consumer groups compute; setmaxnreg 24 / 240
 //   5    overlap                S of tile j and PV of tile j-1 in flight together; the softmax runs under the PV GEMM
-//   6    wide_tiles             step 5 on 128-key tiles: m64n128 S GEMMs, half the barriers and row reductions per key
-//   lib  cublas_materialised_S  cuBLAS batched GEMM -> S in memory, lesson 04 softmax, batched GEMM
+//   6    wide_tiles             step 5 on 128-key tiles, 3 stages; 3 consumer groups at D = 64: half the barriers and
+//   row reductions per key lib  cublas_materialised_S  cuBLAS batched GEMM -> S in memory, lesson 04 softmax, batched
+//   GEMM
 #pragma once
 #include <cuda_fp16.h>
 

@@ -51,7 +51,9 @@ const std::vector<Step>& hopper_steps() {
                launch_overlap)
           .needs(90)
           .arch_specific(),
-      kl::step("wide_tiles", "step 5 on 128-key tiles: m64n128 S GEMMs, half the barriers and row reductions per key",
+      kl::step("wide_tiles",
+               "step 5 on 128-key tiles, 3 stages; 3 consumer groups at D = 64: half the barriers and row reductions "
+               "per key",
                launch_wide_tiles)
           .needs(90)
           .arch_specific(),

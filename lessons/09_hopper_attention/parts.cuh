@@ -129,17 +129,23 @@ __device__ __forceinline__ void store_output_wgmma(__half* o_head, const float (
   }
 }
 
-// Steps 2-5: one block per 128 query rows of a head (lesson 07's order), with more than the default
-// 48 KiB of shared memory: allowed once per kernel, on its first launch (the untimed check run).
+// Steps 2-6: one block per br query rows of a head (lesson 07's order; 128 but for step 6 at D = 64),
+// with more than the default 48 KiB of shared memory: allowed once per kernel, on its first launch
+// (the untimed check run).
 template <auto Kernel, class... Args>
-void launch_flash(std::size_t smem, int threads, const Problem& p, cudaStream_t s, const Args&... args) {
+void launch_flash_rows(int br, std::size_t smem, int threads, const Problem& p, cudaStream_t s, const Args&... args) {
   static const bool allowed = [smem] {
     CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     return true;
   }();
   (void)allowed;
-  Kernel<<<lesson07::flash_blocks(p, kWgmmaBr), threads, smem, s>>>(p, args...);
+  Kernel<<<lesson07::flash_blocks(p, br), threads, smem, s>>>(p, args...);
   CUDA_CHECK_LAUNCH();
+}
+
+template <auto Kernel, class... Args>
+void launch_flash(std::size_t smem, int threads, const Problem& p, cudaStream_t s, const Args&... args) {
+  launch_flash_rows<Kernel>(kWgmmaBr, smem, threads, p, s, args...);
 }
 
 // ---- introduced by step 3 (TMA on mbarriers), used by steps 3-5 ----------------------------------
@@ -234,11 +240,11 @@ constexpr std::size_t flash_ws_smem() {
 
 // Steps 4-5: thread 0 initialises the full barriers (kTmaStages stages and Q: one arrival each, the
 // producer's expect_tx) and the empty ones (every consumer thread arrives), before anyone uses them.
-template <int kStages = kTmaStages>
+template <int kStages = kTmaStages, int kGroups = kWgmmaGroups>
 __device__ __forceinline__ void init_ws_barriers(std::uint64_t* full, std::uint64_t* empty) {
   if (threadIdx.x == 0) {
     for (int s = 0; s <= kStages; ++s) kl::mbarrier_init(full + s, 1);
-    for (int s = 0; s < kStages; ++s) kl::mbarrier_init(empty + s, kWgmmaGroups * 128);
+    for (int s = 0; s < kStages; ++s) kl::mbarrier_init(empty + s, kGroups * 128);
     kl::mbarrier_init_fence();
   }
   __syncthreads();

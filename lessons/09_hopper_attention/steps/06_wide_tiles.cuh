@@ -1,9 +1,8 @@
-// Lesson 09, step 6: key tiles of 128. Step 5 walks the keys 64 at a time: per 64 keys a group waits
-// on a barrier, issues D/16 + 4 wgmmas, finds its rows' max across a quad and commits. With 128 keys a
-// tile, S = Q·Kᵀ is one m64n128 wgmma per 16 columns of D and P·V gets 8 k-steps, so every fixed cost
-// of a tile is paid once per 128 keys; S takes 64 registers a thread instead of 32 (the consumers have
-// 240). Three stages of K and V, 64 KiB each at D = 128, still fit the shared memory with Q (224 KiB
-// of 227); with two the loads no longer stayed ahead at D = 128 (NOTES.md). Needs sm_90a.
+// Lesson 09, step 6: key tiles of 128. Per tile of step 5's 64 keys a group waits on a barrier,
+// issues D/16 + 4 wgmmas, reduces its rows across a quad and commits; with 128 keys, S = Q·Kᵀ is one
+// m64n128 wgmma per 16 columns of D and P·V 8 k-steps, so every fixed cost of a tile is paid once per
+// 128 keys, for S in 64 registers a thread instead of 32. Three stages of K and V (64 KiB each at
+// D = 128: 224 KiB of 227 with Q; two were too few, NOTES.md). Needs sm_90a.
 #pragma once
 #include <cstdint>
 
@@ -13,14 +12,17 @@ namespace lesson09 {
 
 constexpr int kWideBc = 128, kWideStages = 3;
 
-// Q as in steps 3-5 (two groups of 64 rows), then kWideStages stages of K and V of 128 rows, the full
-// barriers (a stage each, and Q) and the empty ones: 224 KiB and 56 bytes at D = 128.
+// The block: consumer groups of 64 query rows, three at D = 64, whose S, P and O (64 + 32 + 32 a thread)
+// fit the 160 registers 512 threads leave them, two at D = 128 (O is 64 more; 240). Its shared memory:
+// Q, kWideStages stages of K and V of 128 rows, the full and empty barriers (224 KiB at D = 128).
 template <int D>
 struct WideSmem {
+  static constexpr int kGroups = D == 64 ? 3 : 2, kThreads = 128 * (1 + kGroups);
+  static constexpr int kConsumerRegs = D == 64 ? 160 : lesson09::kConsumerRegs;
   static constexpr int kPanels = D / kl::kPanelCols;
   static constexpr int kQTile = kPanels * 64 * kl::kRowBytes, kPanelBytes = kWideBc * kl::kRowBytes;
   static constexpr int kTile = kPanels * kPanelBytes;  // 128 keys
-  static constexpr int kQ = 0, kK = kQ + kWgmmaGroups * kQTile, kV = kK + kWideStages * kTile;
+  static constexpr int kQ = 0, kK = kQ + kGroups * kQTile, kV = kK + kWideStages * kTile;
   static constexpr int kBars = kV + kWideStages * kTile, kEmpty = kBars + 8 * (kWideStages + 1);
   static constexpr int kBytes = kEmpty + 8 * kWideStages;
 };
@@ -33,8 +35,8 @@ __device__ __forceinline__ void produce_wide(unsigned char* smem, const TmaMaps&
   using L = WideSmem<D>;
   auto* full = reinterpret_cast<std::uint64_t*>(smem + L::kBars);
   auto* empty = reinterpret_cast<std::uint64_t*>(smem + L::kEmpty);
-  kl::mbarrier_arrive_expect_tx(full + kWideStages, kWgmmaGroups * L::kQTile);
-  for (int gr = 0; gr < kWgmmaGroups; ++gr)
+  kl::mbarrier_arrive_expect_tx(full + kWideStages, L::kGroups * L::kQTile);
+  for (int gr = 0; gr < L::kGroups; ++gr)
     for (int pn = 0; pn < L::kPanels; ++pn)
       kl::tma_load_3d(smem + L::kQ + gr * L::kQTile + pn * 64 * kl::kRowBytes, &maps.q, 64 * pn, q0 + 64 * gr, head,
                       full + kWideStages);
@@ -50,9 +52,10 @@ __device__ __forceinline__ void produce_wide(unsigned char* smem, const TmaMaps&
   }
 }
 
-// Step 5's kernel on 128-key tiles.
+// Step 5's kernel on 128-key tiles, with L::kGroups consumer groups.
 template <int D, bool kCausal>
-__global__ void __launch_bounds__(kWsThreads, 1) flash_wide(Problem p, const __grid_constant__ TmaMaps maps) {
+__global__ void __launch_bounds__(WideSmem<D>::kThreads, 1)
+    flash_wide(Problem p, const __grid_constant__ TmaMaps maps) {
   using L = WideSmem<D>;
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = aligned_smem(smem_raw);
@@ -60,17 +63,18 @@ __global__ void __launch_bounds__(kWsThreads, 1) flash_wide(Problem p, const __g
   auto* empty = reinterpret_cast<std::uint64_t*>(smem + L::kEmpty);
   std::int64_t head64;
   int q0;
-  lesson07::flash_block(p, kWgmmaBr, head64, q0);
+  constexpr int kBr = 64 * L::kGroups;
+  lesson07::flash_block(p, kBr, head64, q0);
   const int head = static_cast<int>(head64);
   const int all = (p.seq + kWideBc - 1) / kWideBc;
-  const int nk = kCausal ? min(all, (q0 + kWgmmaBr + kWideBc - 1) / kWideBc) : all;
-  init_ws_barriers<kWideStages>(full, empty);
+  const int nk = kCausal ? min(all, (q0 + kBr + kWideBc - 1) / kWideBc) : all;
+  init_ws_barriers<kWideStages, L::kGroups>(full, empty);
   if (threadIdx.x < 128) {
     kl::setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x == 0) produce_wide<D>(smem, maps, q0, head, nk);
     return;
   }
-  kl::setmaxnreg_inc<kConsumerRegs>();
+  kl::setmaxnreg_inc<L::kConsumerRegs>();
   const int group = threadIdx.x / 128 - 1, w = threadIdx.x / 32 % 4, lane = threadIdx.x % 32, g = lane / 4,
             t = lane % 4;
   const unsigned char* qs = smem + L::kQ + group * L::kQTile;
@@ -132,7 +136,8 @@ inline TmaMaps wide_tma_maps(const Problem& p) {
 
 template <int D, bool kCausal>
 void launch_wide_as(const Problem& p, cudaStream_t s) {
-  launch_flash<flash_wide<D, kCausal>>(WideSmem<D>::kBytes + 1024, kWsThreads, p, s, wide_tma_maps(p));
+  launch_flash_rows<flash_wide<D, kCausal>>(64 * WideSmem<D>::kGroups, WideSmem<D>::kBytes + 1024,
+                                            WideSmem<D>::kThreads, p, s, wide_tma_maps(p));
 }
 
 inline void launch_wide_tiles(const Problem& p, lesson07::Workspace&, cudaStream_t s) {
