@@ -235,6 +235,33 @@ TEST_CASE("record_check: the error and the verdict; --no-check computes nothing 
       row, true, [] { return double(NAN); }, 1.0);  // a NaN error is a failure
   CHECK_FALSE(row.ok);
   CHECK(calls == 2);
+  CHECK_FALSE(row.inaccurate);
+}
+
+TEST_CASE("record_check: a library row over the limit is timed and marked inaccurate, never FAILED") {
+  kl::Row lib{"lib", "cublas_materialised_S", "f16", "n", true};
+  kl::record_check(
+      lib, true, [] { return 0.5; }, 1e-2);
+  CHECK(lib.ok);
+  CHECK(lib.inaccurate);
+  CHECK(lib.err == 0.5);
+  kl::record_check(
+      lib, true, [] { return 1e-3; }, 1e-2);
+  CHECK(lib.ok);
+  CHECK_FALSE(lib.inaccurate);
+  kl::Row step{"3", "ours", "f16", "n"};
+  kl::record_check(
+      step, true, [] { return 0.5; }, 1e-2);  // a step of ours still fails
+  CHECK_FALSE(step.ok);
+  CHECK_FALSE(step.inaccurate);
+  lib.inaccurate = true;
+  lib.bytes = 1e6;
+  lib.ms = {1, 1, 1, 1};
+  std::ostringstream os;
+  kl::print_table(os, {lib}, kl::Limits{1000.0, 0});
+  CHECK(os.str().find("cublas_materialised_S [inaccurate]") != std::string::npos);
+  CHECK(os.str().find("FAILED") == std::string::npos);
+  CHECK(kl::finish_run(nullptr, "09", {lib}, kl::Limits{1000.0, 0}, "GPU") == 0);
 }
 
 TEST_CASE("table: ratios against step 1 and the library; FAILED rows carry no time") {
