@@ -12,7 +12,9 @@
   (wgmma.cuh: smem_desc);
 - lessons/09_hopper_attention/figures/pipelines.png: schematic timelines (not to scale) of the
   pipelining ideas of lessons 06, 07 and 09: no overlap, double buffering, cp.async stages, the TMA
-  ring with a producer warpgroup, and the softmax under the P·V GEMM.
+  ring with a producer warpgroup, and the softmax under the P·V GEMM;
+- lessons/09_hopper_attention/figures/wide_tiles_timeline.png: step 6's schedule, schematic: the
+  producer thread, the stage barriers and what each consumer group runs on which tile.
 
 Every function takes the output path and returns it; main() draws them all."""
 import os
@@ -258,9 +260,48 @@ def pipelines(path):
     return save(fig, path)
 
 
+def wide_tiles_timeline(path, tiles=6, stages=3):
+    """Step 6 of lesson 09 (steps/06_wide_tiles.cuh): who works on which 128-key tile when. The producer
+    thread waits for empty[s], then issues tile t's K and V into stage s = t % stages (full[s] counts
+    the bytes); each consumer group waits for full[s], issues S_t with P_(t-1)·V_(t-1), runs the softmax
+    of S_t under that GEMM, then rescales O and arrives on empty[s of t - 1]."""
+    load, landing, gemm, soft, bar = "#fdae6b", "#fee6ce", "#bcbddc", "#a1d99b", "0.75"
+    tile, start0 = 2.0, 1.4  # a consumer group's time per tile, and when tile 0's S starts (schematic)
+    # tile t < stages goes out at once; later ones when the stage's previous tile (t - stages) was
+    # released, i.e. after P·V of that tile, which runs in the consumers' iteration t - stages + 1
+    issue = [0.42 * t if t < stages else start0 + 0.1 + (t - stages + 1) * tile + 1.98 for t in range(tiles)]
+    rows = [("producer (1 thread of warpgroup 0)",
+             [(issue[t], 0.4, f"{t}→s{t % stages}", load) for t in range(tiles)]),
+            ("TMA boxes landing: full[s] completes",
+             [(issue[t] + 0.4, 0.9, f"tile {t}", landing) for t in range(tiles)])]
+    for g in range(2):
+        start = start0 + 0.1 * g
+        rows.append((f"consumer group {g}: tensor cores",
+                     [(start + t * tile, 0.8, f"S{t}", gemm) for t in range(tiles - 1)]
+                     + [(start + t * tile + 0.8, 1.0, f"P{t - 1}·V{t - 1}", gemm) for t in range(1, tiles - 1)]))
+        rows.append((f"consumer group {g}: CUDA cores",
+                     [(start + t * tile + 0.85, 0.9, f"softmax S{t}", soft) for t in range(tiles - 1)]
+                     + [(start + t * tile + 1.8, 0.18, "", bar) for t in range(1, tiles - 1)]))
+    fig, ax = plt.subplots(figsize=(14, 0.62 * len(rows) + 1.6))
+    for y, (label, items) in enumerate(rows):
+        bars(ax, -y, items)
+        ax.text(-0.3, -y, label, ha="right", va="center", fontsize=8.5)
+    ax.text(5.0, -len(rows) + 0.15, "grey: O *= α, then arrive on empty[s] of the tile P·V has read (its stage may "
+            "be refilled).  D = 64: a third consumer group, the same as these two.", ha="center", fontsize=8)
+    ax.set_xlim(-0.2, 12.5)
+    ax.set_ylim(-len(rows) - 0.1, 0.6)
+    ax.set_yticks([])
+    ax.set_xlabel("time (schematic, not to scale); tiles of 128 keys, 3 stages of K and V")
+    ax.set_title("Lesson 09, step 6: the producer, the consumer groups and the stage barriers", fontsize=12)
+    for s in ("top", "right", "left"):
+        ax.spines[s].set_visible(False)
+    return save(fig, path)
+
+
 FIGURES = [("06_tiled_gemm", "tiling.png", tiling), ("07_wmma_attention", "mma_fragments.png", mma_fragments),
            ("09_hopper_attention", "swizzle_descriptor.png", swizzle_descriptor),
-           ("09_hopper_attention", "pipelines.png", pipelines)]
+           ("09_hopper_attention", "pipelines.png", pipelines),
+           ("09_hopper_attention", "wide_tiles_timeline.png", wide_tiles_timeline)]
 
 
 def main(root=ROOT):
