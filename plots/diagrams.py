@@ -221,6 +221,25 @@ def bars(ax, y, items, height=0.6):
         ax.text(start + length / 2, y, label, ha="center", va="center", fontsize=7)
 
 
+def timeline(path, rows, x_end, xlabel, title, note=None):
+    """Draws rows of (label, bars) top to bottom on a schematic time axis from 0 to x_end, with an
+    optional note under the last row."""
+    fig, ax = plt.subplots(figsize=(14, 0.62 * len(rows) + (1.6 if note else 1.2)))
+    for y, (label, items) in enumerate(rows):
+        bars(ax, -y, items)
+        ax.text(-0.3, -y, label, ha="right", va="center", fontsize=8.5)
+    if note:
+        ax.text(5.0, -len(rows) + 0.15, note, ha="center", fontsize=8)
+    ax.set_xlim(-0.2, x_end)
+    ax.set_ylim(-len(rows) - 0.1 if note else -len(rows) + 0.4, 0.6)
+    ax.set_yticks([])
+    ax.set_xlabel(xlabel)
+    ax.set_title(title, fontsize=12)
+    for s in ("top", "right", "left"):
+        ax.spines[s].set_visible(False)
+    return save(fig, path)
+
+
 def pipelines(path):
     load, landing, comp, soft, gemm = "#fdae6b", "#fee6ce", "#9ecae1", "#a1d99b", "#bcbddc"
     rows = []
@@ -246,18 +265,8 @@ def pipelines(path):
                  [(i * 2.4, 1.0, f"S{i}", gemm) for i in range(5)] + [(i * 2.4 + 1.0, 1.2, f"P{i - 1}·V", gemm)
                                                                     for i in range(1, 4)]))
     rows.append(("softmax under P·V: CUDA cores", [(i * 2.4 + 1.05, 1.1, f"softmax S{i}", soft) for i in range(4)]))
-    fig, ax = plt.subplots(figsize=(14, 0.62 * len(rows) + 1.2))
-    for y, (label, items) in enumerate(rows):
-        bars(ax, -y, items)
-        ax.text(-0.3, -y, label, ha="right", va="center", fontsize=8.5)
-    ax.set_xlim(-0.2, 11)
-    ax.set_ylim(-len(rows) + 0.4, 0.6)
-    ax.set_yticks([])
-    ax.set_xlabel("time (schematic, not to scale: the lessons' tables give the measured times)")
-    ax.set_title("Pipelining: what overlaps what", fontsize=12)
-    for s in ("top", "right", "left"):
-        ax.spines[s].set_visible(False)
-    return save(fig, path)
+    return timeline(path, rows, 11, "time (schematic, not to scale: the lessons' tables give the measured times)",
+                    "Pipelining: what overlaps what")
 
 
 def wide_tiles_timeline(path, tiles=6, stages=3):
@@ -282,20 +291,10 @@ def wide_tiles_timeline(path, tiles=6, stages=3):
         rows.append((f"consumer group {g}: CUDA cores",
                      [(start + t * tile + 0.85, 0.9, f"softmax S{t}", soft) for t in range(tiles - 1)]
                      + [(start + t * tile + 1.8, 0.18, "", bar) for t in range(1, tiles - 1)]))
-    fig, ax = plt.subplots(figsize=(14, 0.62 * len(rows) + 1.6))
-    for y, (label, items) in enumerate(rows):
-        bars(ax, -y, items)
-        ax.text(-0.3, -y, label, ha="right", va="center", fontsize=8.5)
-    ax.text(5.0, -len(rows) + 0.15, "grey: O *= α, then arrive on empty[s] of the tile P·V has read (its stage may "
-            "be refilled).  D = 64: a third consumer group, the same as these two.", ha="center", fontsize=8)
-    ax.set_xlim(-0.2, 12.5)
-    ax.set_ylim(-len(rows) - 0.1, 0.6)
-    ax.set_yticks([])
-    ax.set_xlabel("time (schematic, not to scale); tiles of 128 keys, 3 stages of K and V")
-    ax.set_title("Lesson 09, step 6: the producer, the consumer groups and the stage barriers", fontsize=12)
-    for s in ("top", "right", "left"):
-        ax.spines[s].set_visible(False)
-    return save(fig, path)
+    return timeline(path, rows, 12.5, "time (schematic, not to scale); tiles of 128 keys, 3 stages of K and V",
+                    "Lesson 09, step 6: the producer, the consumer groups and the stage barriers",
+                    note="grey: O *= α, then arrive on empty[s] of the tile P·V has read (its stage may be "
+                    "refilled).  D = 64: a third consumer group, the same as these two.")
 
 
 FIGURES = [("06_tiled_gemm", "tiling.png", tiling), ("07_wmma_attention", "mma_fragments.png", mma_fragments),

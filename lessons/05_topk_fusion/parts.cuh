@@ -339,12 +339,34 @@ __device__ __forceinline__ int warp_sum(int v) {
 #endif
 }
 
+// Sorts the 32 R values a warp holds, R a lane (rank e = 32 r + lane), largest first: a bitonic
+// network whose exchanges across lanes are shuffles (at stride 32, the lane's other register).
+template <class T, int R>
+__device__ __forceinline__ void warp_sort_registers(T (&v)[R], int lane) {
+#pragma unroll
+  for (int size = 2; size <= 32 * R; size *= 2) {
+#pragma unroll
+    for (int stride = size / 2; stride > 0; stride /= 2) {
+      T other[R];  // rank e's pair is e ^ stride
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        other[r] = stride == 32 ? v[(r + 1) % R] : __shfl_xor_sync(kl::kFullMask, v[r], stride);
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const int e = 32 * r + lane;  // runs of `size` ranks alternate descending / ascending
+        const bool larger = ((e & stride) == 0) == ((e & size) == 0);
+        v[r] = larger ? max(v[r], other[r]) : min(v[r], other[r]);
+      }
+    }
+  }
+}
+
 // The warp's 32 running maxima are 32 logits already offered, so k of them (k <= kMaximaK) at least
 // as large as their k-th largest exist: nothing below it can win. Between two sorts this bound
 // follows the row's best as it is read (for k = 1 it is the row's max so far), where the buffer's
 // k-th best is only as recent as the last sort. A bitonic sort of the 32 values across the lanes.
 // The kernels that use it are compiled apart (kBound = true): behind a run-time test in one kernel,
-// its code slowed the larger k it never ran for (f16, K = 50: 0.28 -> 0.43 ms; NOTES.md).
+// its code slowed the larger k it never ran for (NOTES.md).
 constexpr int kMaximaK = 16;
 
 // Calls f(std::true_type{}) when k <= kMaximaK, else f(std::false_type{}): the kBound of the kernel to launch.
@@ -355,17 +377,9 @@ void with_bound(int k, F&& f) {
 }
 
 __device__ __forceinline__ void raise_to_maxima(Selection& sel, float lane_max, int k, int lane) {
-  float v = lane_max;
-#pragma unroll
-  for (int size = 2; size <= 32; size *= 2) {
-#pragma unroll
-    for (int stride = size / 2; stride > 0; stride /= 2) {
-      const float other = __shfl_xor_sync(kl::kFullMask, v, stride);
-      const bool keep_max = ((lane & stride) == 0) == ((lane & size) == 0);  // runs of `size` alternate
-      v = keep_max ? fmaxf(v, other) : fminf(v, other);
-    }
-  }
-  const float kth = __shfl_sync(kl::kFullMask, v, k - 1);  // largest first after the last run
+  float v[1] = {lane_max};
+  warp_sort_registers(v, lane);
+  const float kth = __shfl_sync(kl::kFullMask, v[0], k - 1);
   // Just below it, so that the k-th itself (perhaps in the pack being offered) still gets in.
   if (kth > -INFINITY) sel.threshold = fmaxf(sel.threshold, nextafterf(kth, -INFINITY));
 }
@@ -664,26 +678,11 @@ __device__ __forceinline__ kl::MaxSum block_stats(float m, float s, RadixShared&
 }
 
 // Warp 0 writes the row's answer: the winners (at most 64, empty slots 0) sorted largest first in
-// registers, rank r in lane r % 32 (first, second as write_winners takes them), by a bitonic network
-// whose exchanges across lanes are shuffles; then their probabilities.
+// registers, rank r in lane r % 32 (first, second as write_winners takes them); then their probabilities.
 __device__ void write_radix_best(const RadixShared& sh, int k, kl::MaxSum ms, float* prob, int* idx) {
   const int lane = threadIdx.x;
   Key v[2] = {lane < sh.count ? sh.best[lane] : 0, lane + 32 < sh.count ? sh.best[lane + 32] : 0};
-#pragma unroll
-  for (int size = 2; size <= 64; size *= 2) {
-#pragma unroll
-    for (int stride = size / 2; stride > 0; stride /= 2) {
-      Key other[2];  // rank e's pair is e ^ stride: the lane's other register at stride 32
-#pragma unroll
-      for (int r = 0; r < 2; ++r) other[r] = stride == 32 ? v[1 - r] : __shfl_xor_sync(kl::kFullMask, v[r], stride);
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int e = 32 * r + lane;  // runs of `size` ranks alternate descending / ascending
-        const bool larger = ((e & stride) == 0) == ((e & size) == 0);
-        v[r] = larger ? max(v[r], other[r]) : min(v[r], other[r]);
-      }
-    }
-  }
+  warp_sort_registers(v, lane);
   write_winners(v[0], v[1], k, lane, ms.m, ms.s, prob, idx);
 }
 

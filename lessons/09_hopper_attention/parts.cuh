@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "common/check.cuh"
 #include "common/ptx.cuh"
@@ -126,6 +127,19 @@ __device__ __forceinline__ void store_output_wgmma(__half* o_head, const float (
 #pragma unroll
     for (int j = 0; j < D / 8; ++j)
       out[4 * j + t] = kl::pack_half2(o[4 * j + 2 * h] / l[h], o[4 * j + 2 * h + 1] / l[h]);
+  }
+}
+
+// Calls f(D, causal) as std::integral_constants for the problem's head dimension (64 or 128) and
+// causality: each step's kernels are compiled for the four, and its launcher picks one this way.
+template <class F>
+void with_dim_causal(const Problem& p, F&& f) {
+  if (p.dim == 64) {
+    if (p.causal) f(std::integral_constant<int, 64>{}, std::true_type{});
+    else f(std::integral_constant<int, 64>{}, std::false_type{});
+  } else {
+    if (p.causal) f(std::integral_constant<int, 128>{}, std::true_type{});
+    else f(std::integral_constant<int, 128>{}, std::false_type{});
   }
 }
 

@@ -107,10 +107,7 @@ void launch_wgmma_as(const Problem& p, cudaStream_t s) {
 }
 
 inline void launch_wgmma(const Problem& p, lesson07::Workspace&, cudaStream_t s) {
-  if (p.dim == 64 && p.causal) launch_wgmma_as<64, true>(p, s);
-  else if (p.dim == 64) launch_wgmma_as<64, false>(p, s);
-  else if (p.causal) launch_wgmma_as<128, true>(p, s);
-  else launch_wgmma_as<128, false>(p, s);
+  with_dim_causal(p, [&](auto d, auto causal) { launch_wgmma_as<decltype(d)::value, decltype(causal)::value>(p, s); });
 }
 
 }  // namespace lesson09

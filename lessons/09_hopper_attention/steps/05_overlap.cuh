@@ -90,10 +90,8 @@ void launch_overlap_as(const Problem& p, cudaStream_t s) {
 }
 
 inline void launch_overlap(const Problem& p, lesson07::Workspace&, cudaStream_t s) {
-  if (p.dim == 64 && p.causal) launch_overlap_as<64, true>(p, s);
-  else if (p.dim == 64) launch_overlap_as<64, false>(p, s);
-  else if (p.causal) launch_overlap_as<128, true>(p, s);
-  else launch_overlap_as<128, false>(p, s);
+  with_dim_causal(p,
+                  [&](auto d, auto causal) { launch_overlap_as<decltype(d)::value, decltype(causal)::value>(p, s); });
 }
 
 }  // namespace lesson09

@@ -17,7 +17,7 @@ constexpr int kWideBc = 128, kWideStages = 3;
 // Q, kWideStages stages of K and V of 128 rows, the full and empty barriers (224 KiB at D = 128).
 template <int D>
 struct WideSmem {
-  static constexpr int kGroups = D == 64 ? 3 : 2, kThreads = 128 * (1 + kGroups);
+  static constexpr int kGroups = D == 64 ? 3 : 2, kBr = 64 * kGroups, kThreads = 128 * (1 + kGroups);
   static constexpr int kConsumerRegs = D == 64 ? 160 : lesson09::kConsumerRegs;
   static constexpr int kPanels = D / kl::kPanelCols;
   static constexpr int kQTile = kPanels * 64 * kl::kRowBytes, kPanelBytes = kWideBc * kl::kRowBytes;
@@ -63,11 +63,10 @@ __global__ void __launch_bounds__(WideSmem<D>::kThreads, 1)
   auto* empty = reinterpret_cast<std::uint64_t*>(smem + L::kEmpty);
   std::int64_t head64;
   int q0;
-  constexpr int kBr = 64 * L::kGroups;
-  lesson07::flash_block(p, kBr, head64, q0);
+  lesson07::flash_block(p, L::kBr, head64, q0);
   const int head = static_cast<int>(head64);
   const int all = (p.seq + kWideBc - 1) / kWideBc;
-  const int nk = kCausal ? min(all, (q0 + kBr + kWideBc - 1) / kWideBc) : all;
+  const int nk = kCausal ? min(all, (q0 + L::kBr + kWideBc - 1) / kWideBc) : all;
   init_ws_barriers<kWideStages, L::kGroups>(full, empty);
   if (threadIdx.x < 128) {
     kl::setmaxnreg_dec<kProducerRegs>();
@@ -136,15 +135,12 @@ inline TmaMaps wide_tma_maps(const Problem& p) {
 
 template <int D, bool kCausal>
 void launch_wide_as(const Problem& p, cudaStream_t s) {
-  launch_flash_rows<flash_wide<D, kCausal>>(64 * WideSmem<D>::kGroups, WideSmem<D>::kBytes + 1024,
-                                            WideSmem<D>::kThreads, p, s, wide_tma_maps(p));
+  launch_flash_rows<flash_wide<D, kCausal>>(WideSmem<D>::kBr, WideSmem<D>::kBytes + 1024, WideSmem<D>::kThreads, p, s,
+                                            wide_tma_maps(p));
 }
 
 inline void launch_wide_tiles(const Problem& p, lesson07::Workspace&, cudaStream_t s) {
-  if (p.dim == 64 && p.causal) launch_wide_as<64, true>(p, s);
-  else if (p.dim == 64) launch_wide_as<64, false>(p, s);
-  else if (p.causal) launch_wide_as<128, true>(p, s);
-  else launch_wide_as<128, false>(p, s);
+  with_dim_causal(p, [&](auto d, auto causal) { launch_wide_as<decltype(d)::value, decltype(causal)::value>(p, s); });
 }
 
 }  // namespace lesson09
