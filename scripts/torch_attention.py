@@ -47,8 +47,9 @@ def peak_tflops(path):
     return float("nan")
 
 
-def sdpa_rows(lesson, shapes, backends, peak, copy, time_ms, gpu):
-    """The CSV rows of `lesson` ("07") for each (B, H, S, D, causal) of `shapes` and each backend that takes it."""
+def sdpa_rows(lesson, shapes, backends, peak, copy, time_ms, gpu, warm_s=0.0):
+    """The CSV rows of `lesson` ("07") for each (B, H, S, D, causal) of `shapes` and each backend that takes it,
+    each timed after running back to back for warm_s seconds (lesson 09's steps are)."""
     dev = torch.device("cuda")
     rows = []
     for b, h, s, d, causal in shapes:
@@ -70,7 +71,7 @@ def sdpa_rows(lesson, shapes, backends, peak, copy, time_ms, gpu):
 
             try:
                 err = _error(fn(), q, k, v, causal)
-                med, lo, hi = time_ms(fn)
+                med, lo, hi = time_ms(fn, warm_s=warm_s)
             except RuntimeError as e:  # the backend refuses this shape (or runs out of memory)
                 print(f"{label} {shape}: skipped ({str(e).splitlines()[0][:100]})")
                 torch.cuda.empty_cache()
@@ -101,4 +102,4 @@ def hopper(out_dir, gpu, time_ms, append, copy_gbps):
     path = os.path.join(out_dir, "lesson09.csv")
     if not os.path.exists(path):
         return
-    append(path, sdpa_rows("09", FLASH, HOPPER_BACKENDS, peak_tflops(path), copy_gbps(path), time_ms, gpu))
+    append(path, sdpa_rows("09", FLASH, HOPPER_BACKENDS, peak_tflops(path), copy_gbps(path), time_ms, gpu, warm_s=0.5))

@@ -15,10 +15,27 @@ DEV = torch.device("cuda")
 FLUSH = torch.zeros(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4, device=DEV)
 
 
-def time_ms(fn, reps=30):
-    """Median, min, max in ms of fn() on the current stream, L2 flushed (read) before each rep."""
+def warm(fn, seconds):
+    """Runs fn() back to back for `seconds` of GPU time: a GPU at its power limit lowers its clock,
+    and a tensor-core kernel timed after this runs at the clock it sustains (the lessons' warmup_ms)."""
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    spent = 0.0
+    while spent < seconds * 1e3:
+        start.record()
+        for _ in range(8):
+            fn()
+        stop.record()
+        stop.synchronize()
+        spent += start.elapsed_time(stop)
+
+
+def time_ms(fn, reps=30, warm_s=0.0):
+    """Median, min, max in ms of fn() on the current stream, L2 flushed (read) before each rep; after
+    warm(fn, warm_s) when warm_s > 0."""
     fn()
     torch.cuda.synchronize()
+    if warm_s > 0:
+        warm(fn, warm_s)
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 
     def once(call):

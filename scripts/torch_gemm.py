@@ -68,18 +68,6 @@ HOPPER_SWEEP = ([(s, s, s, False) for s in (512, 1024, 2048, 4096, 6144, 8192, 1
                                               ((4096, 4096), (14336, 4096), (4096, 14336), (128256, 4096))])
 
 
-def _warm(fn, seconds=0.5):
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    spent = 0.0
-    while spent < seconds * 1e3:
-        start.record()
-        for _ in range(8):
-            fn()
-        stop.record()
-        stop.synchronize()
-        spent += start.elapsed_time(stop)
-
-
 def _hopper_error(got, a, b, bias, act):
     ref = a.double() @ b.double()
     if bias is not None:
@@ -106,8 +94,7 @@ def hopper_gemm(out_dir, gpu, time_ms, append, copy_gbps):
         else:
             step, label, fn = "pytorch", "torch.mm", lambda: torch.mm(a, b)
         err = _hopper_error(fn(), a, b, bias, epilogue)
-        _warm(fn)
-        med, lo, hi = time_ms(fn)
+        med, lo, hi = time_ms(fn, warm_s=0.5)
         tflops = 2 * m * n * k / (med * 1e-3) / 1e12
         append(path, [["08", step, label, "bf16", shape, f"{med:.6g}", f"{lo:.6g}", f"{hi:.6g}", "", f"{tflops:.6g}",
                        f"{100 * tflops / peak:.6g}", f"{err:.6g}", gpu]])

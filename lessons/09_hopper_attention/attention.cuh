@@ -11,9 +11,10 @@
 //   3    tma                    K, V (and Q) by TMA boxes on mbarriers, 3 stages; one thread issues every load
 //   4    warp_specialized       a producer warpgroup feeds TMA, 2 consumer groups compute; setmaxnreg 24 / 240
 //   5    overlap                S of tile j and PV of tile j-1 in flight together; the softmax runs under the PV GEMM
-//   6    wide_tiles             step 5 on 128-key tiles, 3 stages; 3 consumer groups at D = 64: half the barriers and
-//   row reductions per key lib  cublas_materialised_S  cuBLAS batched GEMM -> S in memory, lesson 04 softmax, batched
-//   GEMM
+//   6    wide_tiles             step 5 on 128-key tiles, 3 stages; 3 consumer groups at D = 64: half the
+//                               barriers and row reductions per key
+//   7    dispatch               picks step 3, 5 or 6 by D, causal and S (step 1 where there is no sm_90a code)
+//   lib  cublas_materialised_S  cuBLAS batched GEMM -> S in memory, lesson 04 softmax, batched GEMM
 #pragma once
 #include <cuda_fp16.h>
 
@@ -37,9 +38,29 @@ namespace lesson09 {
 // where S and P (2 × B·H·S² f16) would pass 16 GiB.
 using lesson07::launch_library;
 
+// ---- the dispatcher ---------------------------------------------------------------------------------------
+
+// The step attention() runs (a number of the table below), from the H100 sweep (results/h100/lesson09.csv):
+// step 6 walks 128 keys a tile, which pays once a block has enough tiles: at D = 128 it is within 3 % of
+// the best step at every S (causal: from S = 512; below, step 5), at D = 64 from S = 2048 (causal: 8192;
+// below, step 3, whose two blocks of 256 threads per SM keep more warps computing). Step 1 where this
+// process has no sm_90a code for the GPU.
+inline int choose_step(int dim, bool causal, int seq, bool hopper) {
+  if (!hopper) return 1;
+  if (dim == 128) return causal && seq < 512 ? 5 : 6;
+  return seq >= (causal ? 8192 : 2048) ? 6 : 3;
+}
+
+// attention(): the chosen step's launcher (steps 2-6 are hopper_steps()[0 ... 4]).
+inline void launch_dispatch(const Problem& p, Workspace& ws, cudaStream_t s) {
+  const int step = choose_step(p.dim, p.causal, p.seq, hopper_available());
+  if (step == 1) launch_flash_mma(p, ws, s);
+  else hopper_steps()[step - 2].launch(p, ws, s);
+}
+
 // ---- the table of steps ---------------------------------------------------------------------------------
 
-// Step 1 (sm_80), the Hopper steps of hopper.cu, then the library row.
+// Step 1 (sm_80), the Hopper steps of hopper.cu, the dispatcher, then the library row.
 inline std::vector<Step> ladder_steps() {
   std::vector<Step> steps = {
       kl::step("flash_mma", "baseline: lesson 07's step 6, FA2 on mma.sync + ldmatrix, 128-query blocks, cp.async x2",
@@ -48,6 +69,9 @@ inline std::vector<Step> ladder_steps() {
   };
   const std::vector<Step>& hopper = hopper_steps();
   steps.insert(steps.end(), hopper.begin(), hopper.end());
+  steps.push_back(kl::step("dispatch", "picks step 3, 5 or 6 by D, causal and S (step 1 where there is no sm_90a code)",
+                           launch_dispatch)
+                      .needs(80));
   steps.push_back(kl::step("cublas_materialised_S",
                            "cuBLAS batched GEMM -> S in memory, lesson 04 softmax, batched GEMM", launch_library)
                       .library());
@@ -67,9 +91,14 @@ inline void run_step(const Step& st, const Problem& p, Workspace& ws, cudaStream
 
 // ---- the tensor-core limit --------------------------------------------------------------------------------
 
-// The driver's measure_limits hook: lesson 07's cuBLAS f16 GEMM of 8192³ (f32 accumulation), in this run.
+// Every step, the library row and the limit run back to back for this long before they are timed: a
+// run of these kernels takes the GPU to its power limit, where its clock drops, and each step is
+// measured at the clock it sustains rather than the one the previous step left (lesson 08's NOTES).
+constexpr double kWarmupMs = 500;
+
+// The driver's measure_limits hook: cuBLAS's f16 GEMM of 8192³ (f32 accumulation), sustained, in this run.
 inline void measure_limits(kl::Limits& limits, const kl::DeviceInfo&) {
-  limits.peak_tflops = lesson07::measure_tensor_tflops();
+  limits.peak_tflops = kl::measure_tensor_tflops(kWarmupMs);
   std::printf("limit:  cuBLAS f16 GEMM 8192^3 %.0f TFLOP/s (the tensor-core peak every %% of limit is of)\n",
               limits.peak_tflops);
 }
@@ -124,6 +153,7 @@ inline kl::Lesson<Launcher, Problem> lesson() {
   l.shapes = shapes;
   l.device_bytes = [](const Problem& p, const kl::Args&) { return bytes(p); };
   l.measure_limits = measure_limits;
+  l.warmup_ms = kWarmupMs;
   l.legend = [](const kl::Args&) { return lesson07::error_legend(); };
   l.run = run_shape;
   return l;

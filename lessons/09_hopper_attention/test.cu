@@ -105,14 +105,15 @@ TEST_CASE("the step table: every step has a name, an idea, a launcher and what i
   }
 }
 
-TEST_CASE("the step table: step 1 is lesson 07's flash_mma (sm_80), then the Hopper steps (sm_90a), the library last") {
+TEST_CASE(
+    "the step table: step 1 is lesson 07's flash_mma (sm_80), the Hopper steps (sm_90a), the dispatcher, the library") {
   REQUIRE(kSteps.size() >= 2);
   CHECK(std::string(kSteps.front().name) == "flash_mma");
   CHECK((kSteps.front().launch == lesson07::launch_flash_mma));  // lesson 07's launcher, no copy
   CHECK(kSteps.front().needs_sm == 80);
   CHECK_FALSE(kSteps.front().library);
   const std::vector<lesson09::Step>& hopper = lesson09::hopper_steps();
-  REQUIRE(kSteps.size() == hopper.size() + 2);
+  REQUIRE(kSteps.size() == hopper.size() + 3);
   for (std::size_t i = 0; i < hopper.size(); ++i) {
     CAPTURE(hopper[i].name);
     CHECK(std::string(kSteps[i + 1].name) == hopper[i].name);
@@ -120,9 +121,33 @@ TEST_CASE("the step table: step 1 is lesson 07's flash_mma (sm_80), then the Hop
     CHECK(hopper[i].needs_sm == 90);  // compiled for sm_90a alone (lesson09_hopper)
     CHECK(hopper[i].arch_specific);
   }
+  const lesson09::Step& dispatch = kSteps[kSteps.size() - 2];
+  CHECK(std::string(dispatch.name) == "dispatch");
+  CHECK(dispatch.needs_sm == 80);  // step 1 where there is no sm_90a code
+  CHECK_FALSE(dispatch.arch_specific);
+  CHECK_FALSE(dispatch.library);
   CHECK(kSteps.back().library);
   CHECK(std::string(kSteps.back().name) == "cublas_materialised_S");
   CHECK(kSteps.back().needs_sm == 0);
+}
+
+TEST_CASE(
+    "the dispatcher: step 6 at D = 128 (causal from S = 512, step 5 below), at D = 64 from S = 2048 (causal "
+    "8192, step 3 below); step 1 without sm_90a") {
+  using lesson09::choose_step;
+  for (int s : {1, 128, 4096, 16384}) CHECK(choose_step(128, false, s, true) == 6);
+  CHECK(choose_step(128, true, 511, true) == 5);
+  CHECK(choose_step(128, true, 512, true) == 6);
+  CHECK(choose_step(64, false, 2047, true) == 3);
+  CHECK(choose_step(64, false, 2048, true) == 6);
+  CHECK(choose_step(64, true, 4096, true) == 3);
+  CHECK(choose_step(64, true, 8192, true) == 6);
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) CHECK(choose_step(d, causal, 4096, false) == 1);
+  // the steps it names are the table's steps 1, 3, 5 and 6
+  CHECK(std::string(kSteps[2].name) == "tma");
+  CHECK(std::string(kSteps[4].name) == "overlap");
+  CHECK(std::string(kSteps[5].name) == "wide_tiles");
 }
 
 TEST_CASE("the step labels are 1 ... n, then lib (the CSV, the figure and the README tables read them)") {

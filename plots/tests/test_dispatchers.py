@@ -7,8 +7,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import check_dispatchers as cd  # noqa: E402
 
 
-def row(step, name, ms, shape="R=1", dtype="f32", gpu="G"):
-    return {"step": step, "name": name, "ms_median": str(ms), "shape": shape, "dtype": dtype, "gpu": gpu}
+def row(step, name, ms, shape="R=1", dtype="f32", gpu="G", median=None):
+    """A CSV row whose fastest repetition took ms (its median: `median`, else ms)."""
+    return {"step": step, "name": name, "ms_min": str(ms), "ms_median": str(median or ms), "shape": shape,
+            "dtype": dtype, "gpu": gpu}
 
 
 class DispatcherCheck(unittest.TestCase):
@@ -19,6 +21,14 @@ class DispatcherCheck(unittest.TestCase):
     def test_slower_than_a_step_fails(self):
         rows = [row("1", "a", 1.0), row("2", "b", 0.50), row("3", "dispatch", 0.52)]
         self.assertEqual(cd.slow_cells(rows), [("G", "f32", "R=1", 0.52, "2", 0.50)])
+
+    def test_fastest_repetitions_compared_not_medians(self):
+        # the same kernel in two rows: the clock dropped during the dispatch row (median 4 % up)
+        rows = [row("1", "a", 1.0), row("2", "b", 0.50, median=0.51), row("3", "dispatch", 0.505, median=0.53)]
+        self.assertEqual(cd.slow_cells(rows), [])
+        # a wrong pick is slower in its fastest repetition too
+        rows = [row("1", "a", 0.60, median=0.61), row("2", "b", 0.50, median=0.51), row("3", "dispatch", 0.60)]
+        self.assertEqual(cd.slow_cells(rows), [("G", "f32", "R=1", 0.60, "2", 0.50)])
 
     def test_cells_and_gpus_apart_and_libraries_ignored(self):
         rows = [row("1", "a", 1.0), row("2", "dispatch", 1.0), row("lib", "cub", 0.1),
