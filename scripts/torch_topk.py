@@ -6,7 +6,13 @@ topk() with its timing and CSV helpers. Bytes are the lesson's floor: R * V logi
 R * K (probability, index) pairs written. Each result is checked against float64 first.
 Where RESULTS_DIR/lesson05_sample.csv exists (`lesson05 --sample ... --csv` wrote it), also the sampler's
 PyTorch pipeline (step "pytorch_sample": softmax(x / T), topk, renormalise, cumsum and the nucleus cut,
-multinomial) at the decode shapes of SAMPLE, checked to draw inside the float64 nucleus."""
+multinomial) at the decode shapes of SAMPLE, checked to draw inside the float64 nucleus.
+Where flashinfer-python is installed, FlashInfer's rows join the same CSVs at the shapes the lesson's
+run wrote (flashinfer()): its radix top-K after its softmax (step "flashinfer") and alone (step
+"flashinfer_topk", unsorted), and its fused top-k/top-p sampler (step "flashinfer_sample"); without
+it one line says so and no row is written."""
+import csv
+import importlib.util
 import os
 
 import torch
@@ -53,6 +59,7 @@ def topk(out_dir, gpu, time_ms, append, copy_gbps):
             del x
     append(path, rows)
     sample(out_dir, gpu, time_ms, append, limit)
+    flashinfer(out_dir, gpu, time_ms, append, copy_gbps)
 
 
 def _nucleus_error(x, tokens, k, t, p):
@@ -93,3 +100,73 @@ def sample(out_dir, gpu, time_ms, append, limit):
             print(f"PyTorch sampler {name} R={r} V={v} K={k}: {med:.4f} ms, outside the nucleus {err:.2e}")
             del x
     append(path, rows)
+
+
+def _shapes_in(path):
+    """The (dtype name, shape) cells of a lesson CSV."""
+    with open(path, newline="") as f:
+        return {(r["dtype"], r["shape"]) for r in csv.DictReader(f)}
+
+
+def _row(step, label, name, shape, med, lo, hi, gbps, limit, err, gpu):
+    return ["05", step, label, name, shape, f"{med:.6g}", f"{lo:.6g}", f"{hi:.6g}", f"{gbps:.6g}", "",
+            f"{100 * gbps / limit:.6g}", f"{err:.6g}", gpu]
+
+
+def flashinfer(out_dir, gpu, time_ms, append, copy_gbps):
+    """FlashInfer's top-K and sampler rows at the shapes of lesson05.csv and lesson05_sample.csv that
+    SWEEP and SAMPLE name; a shape FlashInfer refuses is skipped with its message."""
+    if importlib.util.find_spec("flashinfer") is None:
+        print("FlashInfer rows: n/a (flashinfer-python is not installed)")
+        return
+    import flashinfer as fi
+
+    dev = torch.device("cuda")
+    path = os.path.join(out_dir, "lesson05.csv")
+    if os.path.exists(path):
+        limit, cells, rows = copy_gbps(path), _shapes_in(path), []
+        for dtype, name, size in DTYPES:
+            for r, v, k in SWEEP:
+                shape = f"RxVxK={r}x{v}x{k}"
+                if (name, shape) not in cells:
+                    continue
+                x = (torch.randn(r, v, device=dev) * 2).to(dtype)
+                want_p = torch.topk(torch.softmax(x.double(), dim=-1), k, dim=-1).values
+                want_x = torch.topk(x.double(), k, dim=-1).values
+                for step, label, fn, want in (
+                        ("flashinfer", "flashinfer softmax+top_k", lambda: fi.top_k(fi.sampling.softmax(x), k, sorted=True),
+                         want_p),
+                        ("flashinfer_topk", "flashinfer.top_k (unsorted)", lambda: fi.top_k(x, k), want_x)):
+                    try:
+                        got = torch.sort(fn()[0].double(), dim=-1, descending=True).values
+                        err = _rel_err(got, want)
+                        med, lo, hi = time_ms(fn)
+                    except RuntimeError as e:  # a shape FlashInfer does not take
+                        print(f"{label} {name} {shape}: skipped ({str(e).splitlines()[0][:100]})")
+                        continue
+                    gbps = (r * v * size + r * k * 8) / (med * 1e-3) / 1e9
+                    rows.append(_row(step, label, name, shape, med, lo, hi, gbps, limit, err, gpu))
+                    print(f"{label} {name} {shape}: {med:.4f} ms, {gbps:.0f} GB/s, max rel error {err:.2e}")
+                del x
+        append(path, rows)
+    path = os.path.join(out_dir, "lesson05_sample.csv")
+    if os.path.exists(path):
+        limit, cells, rows = copy_gbps(os.path.join(out_dir, "lesson05.csv")), _shapes_in(path), []
+        for dtype, name, size in DTYPES:
+            for r, v, k, t, p in SAMPLE:
+                shape = f"RxVxK={r}x{v}x{k}"
+                if (name, shape) not in cells:
+                    continue
+                x = (torch.randn(r, v, device=dev) * 2).to(dtype)
+
+                def fused():
+                    return fi.sampling.top_k_top_p_sampling_from_logits(x.float() / t, k, p)
+
+                err = _nucleus_error(x.float(), fused().unsqueeze(-1), k, t, p)
+                med, lo, hi = time_ms(fused)
+                gbps = (r * v * size + r * 4) / (med * 1e-3) / 1e9
+                label = f"x/T, top_k_top_p_sampling_from_logits[T={t} k={k} p={p}]"
+                rows.append(_row("flashinfer_sample", label, name, shape, med, lo, hi, gbps, limit, err, gpu))
+                print(f"FlashInfer sampler {name} R={r} V={v} K={k}: {med:.4f} ms, outside the nucleus {err:.2e}")
+                del x
+        append(path, rows)
