@@ -6,8 +6,8 @@ step of the same cell; exits 1 if there is one.
 
 Rows are compared by their fastest repetition (ms_min), not their median: the dispatch row runs the
 kernel of one of the steps, and the question is whether it picked the fastest. A GPU at its power
-limit lowers its clock part-way through a row, which moves the median of the same kernel between two
-rows of one run (lesson 09: up to 4 %, warmed; lesson 09's NOTES) while the fastest repetitions agree.
+limit lowers its clock (lesson 08's NOTES), which can move the median of the same kernel between two
+rows of one run while their fastest repetitions agree (lesson 09's NOTES show such a cell).
 
 usage: python3 plots/check_dispatchers.py [CSV ...]
 """
