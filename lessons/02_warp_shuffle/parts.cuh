@@ -16,21 +16,24 @@ using kl::Scratch;
 constexpr int kBlock = 256;      // threads per block
 constexpr int kBlocksPerSm = 8;  // 8 x 256 = 2048 threads, all an SM can hold
 constexpr int kUnroll = 4;       // float4 loads in flight per thread in steps 5 and 6
+// Steps 5 and 6: with kUnroll loads in flight a thread, 4 blocks (1024 threads) per SM keep twice step
+// 4's bytes in flight, and half the warps end in an atomicAdd to the one result (NOTES.md, on the H200).
+constexpr int kUnrolledBlocksPerSm = 4;
 
-// Enough blocks to fill every SM, but never more than there are floats to give them (each thread
-// takes at least per_thread), and at least one, so that n = 0 is still a valid launch.
-inline unsigned blocks_for(std::size_t n, std::size_t per_thread, int sms) {
+// per_sm blocks on every SM, but never more than there are floats to give them (each thread takes
+// at least per_thread), and at least one, so that n = 0 is still a valid launch.
+inline unsigned blocks_for(std::size_t n, std::size_t per_thread, int sms, int per_sm = kBlocksPerSm) {
   const std::size_t needed = (n + kBlock * per_thread - 1) / (kBlock * per_thread);
-  const std::size_t full = std::size_t(sms) * kBlocksPerSm;
+  const std::size_t full = std::size_t(sms) * per_sm;
   return static_cast<unsigned>(needed < full ? (needed > 0 ? needed : 1) : full);
 }
 
 // Every step of this lesson launches the same way: zero the result (the atomics add into it, and
 // the memset keeps the launch capturable in a CUDA graph), then one grid that fills the GPU.
-template <void (*kKernel)(const float*, std::size_t, float*), std::size_t kPerThread>
+template <void (*kKernel)(const float*, std::size_t, float*), std::size_t kPerThread, int kPerSm = kBlocksPerSm>
 void launch(const float* x, std::size_t n, float* out, Scratch&, cudaStream_t s) {
   CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(float), s));
-  kKernel<<<blocks_for(n, kPerThread, kl::sm_count()), kBlock, 0, s>>>(x, n, out);
+  kKernel<<<blocks_for(n, kPerThread, kl::sm_count(), kPerSm), kBlock, 0, s>>>(x, n, out);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -42,6 +42,10 @@ TEST_CASE("blocks_for: fills the GPU, never more blocks than the data needs, at 
     CHECK(lesson02::blocks_for(per_block + 1, per_thread, sms) == 2);
     CHECK(lesson02::blocks_for(10 * per_block, per_thread, sms) == 10);
     CHECK(lesson02::blocks_for(std::size_t{1} << 28, per_thread, sms) == full);
+    // steps 5 and 6 fill each SM with kUnrolledBlocksPerSm blocks instead
+    CHECK(lesson02::blocks_for(std::size_t{1} << 28, per_thread, sms, lesson02::kUnrolledBlocksPerSm) ==
+          sms * static_cast<std::size_t>(lesson02::kUnrolledBlocksPerSm));
+    CHECK(lesson02::blocks_for(10 * per_block, per_thread, sms, lesson02::kUnrolledBlocksPerSm) == 10);
   }
 }
 

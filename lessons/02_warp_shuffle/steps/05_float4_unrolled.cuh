@@ -14,6 +14,7 @@ __global__ void sum_float4_unrolled(const float* x, std::size_t n, float* out) {
   if (threadIdx.x % 32 == 0) atomicAdd(out, s);
 }
 
-inline constexpr kl::SumLauncher launch_float4_unrolled = launch<sum_float4_unrolled<kUnroll>, 4 * kUnroll>;
+inline constexpr kl::SumLauncher launch_float4_unrolled =
+    launch<sum_float4_unrolled<kUnroll>, 4 * kUnroll, kUnrolledBlocksPerSm>;
 
 }  // namespace lesson02

@@ -21,6 +21,6 @@ __global__ void sum_cg_reduce(const float* x, std::size_t n, float* out) {
   if (warp.thread_rank() == 0) atomicAdd(out, s);
 }
 
-inline constexpr kl::SumLauncher launch_cg_reduce = launch<sum_cg_reduce<kUnroll>, 4 * kUnroll>;
+inline constexpr kl::SumLauncher launch_cg_reduce = launch<sum_cg_reduce<kUnroll>, 4 * kUnroll, kUnrolledBlocksPerSm>;
 
 }  // namespace lesson02
