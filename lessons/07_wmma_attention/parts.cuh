@@ -77,14 +77,19 @@ inline unsigned tile_blocks(const Problem& p) { return static_cast<unsigned>((p.
 
 constexpr int kBc = 64;  // keys per tile of the loop
 
-// Step 5: the head and first query row of this block. Neighbouring blocks take the query tiles of one
-// head, so the blocks on the GPU at a time share a few heads' K and V in L2 (in head-minor order every
+// Step 5: the head and first query row of query tile `tile`. Neighbouring tiles are the query tiles of
+// one head, so the blocks on the GPU at a time share a few heads' K and V in L2 (in head-minor order every
 // block would read another head's). Within a head the last query tiles (the most keys when causal)
-// start first.
-__device__ __forceinline__ void flash_block(const Problem& p, int br, std::int64_t& head, int& q0) {
+// come first.
+__device__ __forceinline__ void flash_tile(const Problem& p, int br, unsigned tile, std::int64_t& head, int& q0) {
   const int nq = (p.seq + br - 1) / br;
-  head = blockIdx.x / nq;
-  q0 = (nq - 1 - static_cast<int>(blockIdx.x % nq)) * br;
+  head = tile / nq;
+  q0 = (nq - 1 - static_cast<int>(tile % nq)) * br;
+}
+
+// Step 5: one block per query tile; block b takes tile b.
+__device__ __forceinline__ void flash_block(const Problem& p, int br, std::int64_t& head, int& q0) {
+  flash_tile(p, br, blockIdx.x, head, q0);
 }
 
 // Step 5: the key tiles a query tile [q0, q0 + br) needs: all of them, or up to the diagonal when causal.

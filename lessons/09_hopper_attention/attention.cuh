@@ -13,7 +13,9 @@
 //   5    overlap                S of tile j and PV of tile j-1 in flight together; the softmax runs under the PV GEMM
 //   6    wide_tiles             step 5 on 128-key tiles, 3 stages; 3 consumer groups at D = 64: half the
 //                               barriers and row reductions per key
-//   7    dispatch               picks step 3, 5 or 6 by D, causal and S (step 1 where there is no sm_90a code)
+//   7    persistent             step 6 in one block per SM drawing query tiles from a counter: the next tile's
+//                               loads run under the last P.V and O's store
+//   8    dispatch               picks step 3, 6 or 7 by D, causal and S (step 1 where there is no sm_90a code)
 //   lib  cublas_materialised_S  cuBLAS batched GEMM -> S in memory, lesson 04 softmax, batched GEMM
 #pragma once
 #include <cuda_fp16.h>
@@ -41,17 +43,18 @@ using lesson07::launch_library;
 // ---- the dispatcher ---------------------------------------------------------------------------------------
 
 // The step attention() runs (a number of the table below), from the H100 sweep (results/h100/lesson09.csv):
-// step 6 walks 128 keys a tile, which pays once a block has enough tiles: at D = 128 it is within 3 % of
-// the best step at every S (causal: from S = 512; below, step 5), at D = 64 from S = 2048 (causal: 8192;
-// below, step 3, whose two blocks of 256 threads per SM keep more warps computing). Step 1 where this
+// step 7 at D = 128 at every S (within 3 % of the best step), at D = 64 from S = 4096 (causal: to 8192; at
+// 16384 step 6, 4-5 % faster in two runs); below, step 6 at S = 2048 (not causal) and step 3, whose two
+// blocks of 256 threads per SM keep more warps computing on rows of few key tiles. Step 1 where this
 // process has no sm_90a code for the GPU.
 inline int choose_step(int dim, bool causal, int seq, bool hopper) {
   if (!hopper) return 1;
-  if (dim == 128) return causal && seq < 512 ? 5 : 6;
-  return seq >= (causal ? 8192 : 2048) ? 6 : 3;
+  if (dim == 128) return 7;
+  if (causal) return seq >= 16384 ? 6 : seq >= 4096 ? 7 : 3;
+  return seq >= 4096 ? 7 : seq >= 2048 ? 6 : 3;
 }
 
-// attention(): the chosen step's launcher (steps 2-6 are hopper_steps()[0 ... 4]).
+// attention(): the chosen step's launcher (steps 2-7 are hopper_steps()[0 ... 5]).
 inline void launch_dispatch(const Problem& p, Workspace& ws, cudaStream_t s) {
   const int step = choose_step(p.dim, p.causal, p.seq, hopper_available());
   if (step == 1) launch_flash_mma(p, ws, s);
@@ -69,7 +72,7 @@ inline std::vector<Step> ladder_steps() {
   };
   const std::vector<Step>& hopper = hopper_steps();
   steps.insert(steps.end(), hopper.begin(), hopper.end());
-  steps.push_back(kl::step("dispatch", "picks step 3, 5 or 6 by D, causal and S (step 1 where there is no sm_90a code)",
+  steps.push_back(kl::step("dispatch", "picks step 3, 6 or 7 by D, causal and S (step 1 where there is no sm_90a code)",
                            launch_dispatch)
                       .needs(80));
   steps.push_back(kl::step("cublas_materialised_S",

@@ -16,6 +16,7 @@
 #include "lessons/09_hopper_attention/steps/04_warp_specialized.cuh"
 #include "lessons/09_hopper_attention/steps/05_overlap.cuh"
 #include "lessons/09_hopper_attention/steps/06_wide_tiles.cuh"
+#include "lessons/09_hopper_attention/steps/07_persistent.cuh"
 
 namespace lesson09 {
 
@@ -55,6 +56,12 @@ const std::vector<Step>& hopper_steps() {
                "step 5 on 128-key tiles, 3 stages; 3 consumer groups at D = 64: half the barriers and row reductions "
                "per key",
                launch_wide_tiles)
+          .needs(90)
+          .arch_specific(),
+      kl::step("persistent",
+               "step 6 in one block per SM drawing query tiles from a counter: the next tile's loads run under "
+               "the last P.V and O's store",
+               launch_persistent)
           .needs(90)
           .arch_specific(),
   };

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/device.cuh"
 #include "common/random.hpp"
 #include "common/timing.cuh"
 #include "lessons/09_hopper_attention/attention.cuh"
@@ -42,14 +43,15 @@ void refused(const lesson09::Step& st, const kl::NotSupported& e) {
   MESSAGE("step " << st.name << " n/a: " << why);
 }
 
-// Every step of the table on one problem against the float64 reference of every row, output poisoned.
-void check_steps(Problem p, std::uint64_t seed, bool with_library = true) {
+// Every step of the table (or the one named `only`) on one problem against the float64 reference of every
+// row, output poisoned.
+void check_steps(Problem p, std::uint64_t seed, bool with_library = true, const char* only = nullptr) {
   const Inputs in = test_inputs(p, seed);
   const std::vector<double> ref = lesson09::reference(in.q, in.k, in.v, p);
   DeviceQkvo d(in);
   p = d.on(p);
   for (const auto& st : kSteps) {
-    if (st.library && !with_library) continue;
+    if ((st.library && !with_library) || (only && std::string(st.name) != only)) continue;
     const std::string step = st.name;
     CAPTURE(step);
     CAPTURE(p.batch);
@@ -132,22 +134,27 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "the dispatcher: step 6 at D = 128 (causal from S = 512, step 5 below), at D = 64 from S = 2048 (causal "
-    "8192, step 3 below); step 1 without sm_90a") {
+    "the dispatcher: step 7 at D = 128 and at D = 64 from S = 4096 (causal: step 6 from 16384); below, step 6 at "
+    "S = 2048 (not causal), else step 3; step 1 without sm_90a") {
   using lesson09::choose_step;
-  for (int s : {1, 128, 4096, 16384}) CHECK(choose_step(128, false, s, true) == 6);
-  CHECK(choose_step(128, true, 511, true) == 5);
-  CHECK(choose_step(128, true, 512, true) == 6);
-  CHECK(choose_step(64, false, 2047, true) == 3);
+  for (int s : {1, 128, 4096, 16384})
+    for (bool causal : {false, true}) CHECK(choose_step(128, causal, s, true) == 7);
+  for (bool causal : {false, true}) {
+    CHECK(choose_step(64, causal, 4096, true) == 7);
+    CHECK(choose_step(64, causal, 2047, true) == 3);
+  }
+  CHECK(choose_step(64, false, 16384, true) == 7);
+  CHECK(choose_step(64, true, 16383, true) == 7);
+  CHECK(choose_step(64, true, 16384, true) == 6);
   CHECK(choose_step(64, false, 2048, true) == 6);
-  CHECK(choose_step(64, true, 4096, true) == 3);
-  CHECK(choose_step(64, true, 8192, true) == 6);
+  CHECK(choose_step(64, true, 2048, true) == 3);
+  CHECK(choose_step(64, false, 4095, true) == 6);
   for (int d : {64, 128})
     for (bool causal : {false, true}) CHECK(choose_step(d, causal, 4096, false) == 1);
-  // the steps it names are the table's steps 1, 3, 5 and 6
+  // the steps it names are the table's steps 1, 3, 6 and 7
   CHECK(std::string(kSteps[2].name) == "tma");
-  CHECK(std::string(kSteps[4].name) == "overlap");
   CHECK(std::string(kSteps[5].name) == "wide_tiles");
+  CHECK(std::string(kSteps[6].name) == "persistent");
 }
 
 TEST_CASE("the step labels are 1 ... n, then lib (the CSV, the figure and the README tables read them)") {
@@ -255,6 +262,14 @@ TEST_SUITE("gpu") {
         }
       }
     }
+  }
+
+  TEST_CASE("step 7, persistent: more query tiles than SMs, so each block walks several (its stages run on)") {
+    REQUIRE(kl::find_steps(kSteps, "persistent").size() == 1);
+    const int heads = kl::sm_count() + 1;  // S = 200: one pair of query tiles a head at D = 64 and 128
+    for (bool causal : {false, true})
+      for (int d : {64, 128})
+        check_steps(flash(1, heads, 200, d, causal), kl::seed_for(870 + d + causal), false, "persistent");
   }
 
   TEST_CASE("every step: scores scaled by 1e3, causal and not (the row max must be subtracted)") {

@@ -10,48 +10,6 @@
 
 namespace lesson09 {
 
-constexpr int kWideBc = 128, kWideStages = 3;
-
-// The block: consumer groups of 64 query rows, three at D = 64, whose S, P and O (64 + 32 + 32 a thread)
-// fit the 160 registers 512 threads leave them, two at D = 128 (O is 64 more; 240). Its shared memory:
-// Q, kWideStages stages of K and V of 128 rows, the full and empty barriers (224 KiB at D = 128).
-template <int D>
-struct WideSmem {
-  static constexpr int kGroups = D == 64 ? 3 : 2, kBr = 64 * kGroups, kThreads = 128 * (1 + kGroups);
-  static constexpr int kConsumerRegs = D == 64 ? 160 : lesson09::kConsumerRegs;
-  static constexpr int kPanels = D / kl::kPanelCols;
-  static constexpr int kQTile = kPanels * 64 * kl::kRowBytes, kPanelBytes = kWideBc * kl::kRowBytes;
-  static constexpr int kTile = kPanels * kPanelBytes;  // 128 keys
-  static constexpr int kQ = 0, kK = kQ + kGroups * kQTile, kV = kK + kWideStages * kTile;
-  static constexpr int kBars = kV + kWideStages * kTile, kEmpty = kBars + 8 * (kWideStages + 1);
-  static constexpr int kBytes = kEmpty + 8 * kWideStages;
-};
-static_assert(WideSmem<128>::kBytes + 1024 <= 227 * 1024,
-              "a block's shared memory on sm_90 (with the 1 KiB alignment)");
-
-// Step 4's producer with 128-key boxes (one TMA per 64-column panel of K and of V).
-template <int D>
-__device__ __forceinline__ void produce_wide(unsigned char* smem, const TmaMaps& maps, int q0, int head, int nk) {
-  using L = WideSmem<D>;
-  auto* full = reinterpret_cast<std::uint64_t*>(smem + L::kBars);
-  auto* empty = reinterpret_cast<std::uint64_t*>(smem + L::kEmpty);
-  kl::mbarrier_arrive_expect_tx(full + kWideStages, L::kGroups * L::kQTile);
-  for (int gr = 0; gr < L::kGroups; ++gr)
-    for (int pn = 0; pn < L::kPanels; ++pn)
-      kl::tma_load_3d(smem + L::kQ + gr * L::kQTile + pn * 64 * kl::kRowBytes, &maps.q, 64 * pn, q0 + 64 * gr, head,
-                      full + kWideStages);
-  for (int t = 0; t < nk; ++t) {
-    const int stage = t % kWideStages;
-    kl::mbarrier_wait(empty + stage, (t / kWideStages + 1) % 2);
-    kl::mbarrier_arrive_expect_tx(full + stage, 2 * L::kTile);
-    for (int pn = 0; pn < L::kPanels; ++pn) {
-      const int off = stage * L::kTile + pn * L::kPanelBytes;
-      kl::tma_load_3d(smem + L::kK + off, &maps.k, 64 * pn, t * kWideBc, head, full + stage);
-      kl::tma_load_3d(smem + L::kV + off, &maps.v, 64 * pn, t * kWideBc, head, full + stage);
-    }
-  }
-}
-
 // Step 5's kernel on 128-key tiles, with L::kGroups consumer groups.
 template <int D, bool kCausal>
 __global__ void __launch_bounds__(WideSmem<D>::kThreads, 1)
@@ -124,13 +82,6 @@ __global__ void __launch_bounds__(WideSmem<D>::kThreads, 1)
     kl::mbarrier_arrive(empty + kt % kWideStages);
   }
   store_output_wgmma<D>(p.o + head64 * p.seq * D, o, l, row, t, p.seq);
-}
-
-// Q in 64-row boxes, K and V in 128-row boxes.
-inline TmaMaps wide_tma_maps(const Problem& p) {
-  return {head_tensor_map(p.q, p.heads_total(), p.seq, p.dim),
-          head_tensor_map(p.k, p.heads_total(), p.seq, p.dim, kWideBc),
-          head_tensor_map(p.v, p.heads_total(), p.seq, p.dim, kWideBc)};
 }
 
 template <int D, bool kCausal>

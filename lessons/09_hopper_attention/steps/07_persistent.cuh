@@ -1,0 +1,150 @@
+// Lesson 09, step 7: one block per SM, walking query tiles until none is left. A block of step 6 pays a
+// prologue (its barriers, Q's load, the first K and V tile's latency) and an epilogue (O's store) with
+// nothing else on its SM; here the producer loads the next tile's Q, K and V while the consumer groups
+// finish their last P·V and store O. The next tile comes from a counter every block's producer draws from,
+// in step 6's order, so that blocks share causal tiles of unequal length as step 6's blocks do. Needs sm_90a.
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include "common/device.cuh"
+#include "lessons/09_hopper_attention/parts.cuh"
+
+namespace lesson09 {
+
+// Step 6's shared memory, one more barrier and the number of the block's current tile. Q's "empty"
+// barrier: every consumer thread arrives on it once its group's last S = Q·Kᵀ of a tile is done, and the
+// producer waits on it before drawing the next tile and loading its Q.
+template <int D>
+struct PersistentSmem : WideSmem<D> {
+  static constexpr int kQEmpty = WideSmem<D>::kBytes, kTileNo = kQEmpty + 8, kBytes = kTileNo + 8;
+};
+static_assert(PersistentSmem<128>::kBytes + 1024 <= 227 * 1024, "a block's shared memory on sm_90");
+
+// The tiles drawn so far, set to 0 before every launch (one launch at a time on this device).
+__device__ unsigned next_query_tile;
+
+// Step 6's kernel in a loop over the tiles the producer draws (lesson07::flash_tile's order: each head's
+// tiles, the longest causal tile first). It writes the tile's number into shared memory before the
+// arrival on Q's barrier that the groups wait on; a number past the last tile tells them to stop. The
+// stages and their phases run on from tile to tile: `it` counts the key tiles consumed before.
+template <int D, bool kCausal>
+__global__ void __launch_bounds__(WideSmem<D>::kThreads, 1)
+    flash_persistent(Problem p, const __grid_constant__ TmaMaps maps) {
+  using L = PersistentSmem<D>;
+  extern __shared__ unsigned char smem_raw[];
+  unsigned char* smem = aligned_smem(smem_raw);
+  auto* full = reinterpret_cast<std::uint64_t*>(smem + L::kBars);
+  auto* empty = reinterpret_cast<std::uint64_t*>(smem + L::kEmpty);
+  auto* q_empty = reinterpret_cast<std::uint64_t*>(smem + L::kQEmpty);
+  volatile unsigned* tile_no = reinterpret_cast<unsigned*>(smem + L::kTileNo);
+  const int all = (p.seq + kWideBc - 1) / kWideBc;
+  const unsigned tiles = (p.seq + L::kBr - 1) / L::kBr * static_cast<unsigned>(p.heads_total());  // < 2^31
+  auto key_tiles = [&](int q0) { return kCausal ? min(all, (q0 + L::kBr + kWideBc - 1) / kWideBc) : all; };
+  if (threadIdx.x == 0) kl::mbarrier_init(q_empty, L::kGroups * 128);
+  init_ws_barriers<kWideStages, L::kGroups>(full, empty);
+  int it = 0;
+  if (threadIdx.x < 128) {
+    kl::setmaxnreg_dec<kProducerRegs>();
+    if (threadIdx.x != 0) return;
+    for (int n = 0;; ++n) {
+      kl::mbarrier_wait(q_empty, (n + 1) % 2);  // the groups are done with the previous tile's Q and number
+      const unsigned tile = atomicAdd(&next_query_tile, 1u);
+      *tile_no = tile;
+      if (tile >= tiles) {
+        kl::mbarrier_arrive(full + kWideStages);  // no tile left: the groups wake, read it and stop
+        return;
+      }
+      std::int64_t head;
+      int q0;
+      lesson07::flash_tile(p, L::kBr, tile, head, q0);
+      produce_wide<D>(smem, maps, q0, static_cast<int>(head), key_tiles(q0), it);
+      it += key_tiles(q0);
+    }
+  }
+  kl::setmaxnreg_inc<L::kConsumerRegs>();
+  const int group = threadIdx.x / 128 - 1, w = threadIdx.x / 32 % 4, lane = threadIdx.x % 32, g = lane / 4,
+            t = lane % 4;
+  const unsigned char* qs = smem + L::kQ + group * L::kQTile;
+  const float c = p.scale * kl::kLog2e;
+  for (int n = 0;; ++n) {
+    kl::mbarrier_wait(full + kWideStages, n % 2);
+    const unsigned tile = *tile_no;
+    if (tile >= tiles) return;
+    std::int64_t head64;
+    int q0;
+    lesson07::flash_tile(p, L::kBr, tile, head64, q0);
+    const int nk = key_tiles(q0);
+    auto stage = [&](int kt) { return (it + kt) % kWideStages; };
+    auto phase = [&](int kt) { return (it + kt) / kWideStages % 2; };
+    kl::mbarrier_wait(full + kWideStages, n % 2);
+    const int row = q0 + 64 * group + 16 * w + g, first_row = q0 + 64 * group;
+    const int mine = kCausal ? min(nk, (first_row + 64 + kWideBc - 1) / kWideBc) : nk;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0, 0}, alpha[2];
+    float o[D / 2] = {};
+    std::uint32_t pa[kWideBc / 16][4];
+    auto needs_mask = [&](int k0) { return k0 + kWideBc > p.seq || (kCausal && k0 + kWideBc - 1 > first_row); };
+
+    kl::mbarrier_wait(full + stage(0), phase(0));  // tile 0: S, softmax (O is still zero: no rescale)
+    {
+      float s[kWideBc / 2];
+      kl::wgmma_fence();
+      scores_wgmma<D>(s, qs, smem + L::kK + stage(0) * L::kTile);
+      kl::wgmma_commit();
+      kl::wgmma_wait<0>();
+      if (needs_mask(0)) mask_scores_wgmma<kCausal>(s, 0, row, t, p.seq);
+      softmax_deferred(s, m, l, alpha, c);
+      pack_p(pa, s);
+    }
+    for (int kt = 1; kt < mine; ++kt) {
+      kl::mbarrier_wait(full + stage(kt), phase(kt));
+      float s[kWideBc / 2];
+      kl::wgmma_fence();
+      scores_wgmma<D>(s, qs, smem + L::kK + stage(kt) * L::kTile);  // S of tile kt ...
+      kl::wgmma_commit();
+      accumulate_pv_wgmma<D>(o, pa, smem + L::kV + stage(kt - 1) * L::kTile);  // ... and P·V of tile kt - 1
+      kl::wgmma_commit();
+      kl::wgmma_wait<1>();
+      if (needs_mask(kt * kWideBc)) mask_scores_wgmma<kCausal>(s, kt * kWideBc, row, t, p.seq);
+      softmax_deferred(s, m, l, alpha, c);
+      kl::wgmma_wait<0>();
+      kl::mbarrier_arrive(empty + stage(kt - 1));
+      rescale_o<D>(o, alpha);
+      pack_p(pa, s);
+    }
+    kl::mbarrier_arrive(q_empty);  // every S of this tile is done: the producer may load the next Q
+    kl::wgmma_fence();
+    accumulate_pv_wgmma<D>(o, pa, smem + L::kV + stage(mine - 1) * L::kTile);
+    kl::wgmma_commit();
+    kl::wgmma_wait<0>();
+    kl::mbarrier_arrive(empty + stage(mine - 1));
+    for (int kt = mine; kt < nk; ++kt) {  // tiles past this group's diagonal: only released
+      kl::mbarrier_wait(full + stage(kt), phase(kt));
+      kl::mbarrier_arrive(empty + stage(kt));
+    }
+    store_output_wgmma<D>(p.o + head64 * p.seq * D, o, l, row, t, p.seq);  // under the next tile's loads
+    it += nk;
+  }
+}
+
+// As many blocks as SMs (one fits an SM), or as query tiles where there are fewer; the counter zeroed
+// first, on the same stream (a CUDA graph captures both).
+template <int D, bool kCausal>
+void launch_persistent_as(const Problem& p, cudaStream_t s) {
+  using L = PersistentSmem<D>;
+  static void* const counter = [] {
+    void* ptr = nullptr;
+    CUDA_CHECK(cudaGetSymbolAddress(&ptr, next_query_tile));
+    return ptr;
+  }();
+  const unsigned blocks = std::min(lesson07::flash_blocks(p, L::kBr), static_cast<unsigned>(kl::sm_count()));
+  CUDA_CHECK(cudaMemsetAsync(counter, 0, sizeof(unsigned), s));
+  launch_flash_grid<flash_persistent<D, kCausal>>(blocks, L::kBytes + 1024, L::kThreads, p, s, wide_tma_maps(p));
+}
+
+inline void launch_persistent(const Problem& p, lesson07::Workspace&, cudaStream_t s) {
+  with_dim_causal(
+      p, [&](auto d, auto causal) { launch_persistent_as<decltype(d)::value, decltype(causal)::value>(p, s); });
+}
+
+}  // namespace lesson09
