@@ -570,21 +570,49 @@ __global__ void __launch_bounds__(kBlockThreads, 4)
 constexpr int kRadixItems = 16;
 constexpr int kRadixChunk = kRadixItems * kBlockThreads;
 
+// Once the k-th key's bin holds at most kRankKeys keys, they are ranked against each other instead of
+// split by further passes.
+constexpr int kRankKeys = kBlockThreads;
+
 // A block's selection in shared memory: two histograms (a pass fills one while the next is zeroed),
-// the prefix of the k-th key found so far, and the winners.
+// the prefix of the k-th key found so far, the keys of its bin once few enough to rank, and the winners.
 struct RadixShared {
   alignas(16) unsigned hist[2][256];
   Key prefix;
-  int done, count;
+  int done, count, ranked;
+  unsigned need;
+  Key rank[kRankKeys];
   Key best[kMaxK];
   float2 warp_ms[kBlockWarps];
 };
+
+// The k-th key when its bin (the keys whose bits above `shift` equal prefix's) holds at most kRankKeys
+// keys, sh.need of them winners: the bin's keys are gathered, and the one with exactly need - 1 keys
+// of the bin above it is the threshold (the keys are distinct). One gather and one compare per pair
+// replace the passes over the lower digits, which ties in the value (16-bit logits) make all eight.
+template <int N>
+__device__ Key rank_threshold(const Key (&keys)[N], Key prefix, int shift, RadixShared& sh) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    if (keys[i] != 0 && (keys[i] >> shift) == (prefix >> shift)) sh.rank[atomicAdd(&sh.ranked, 1)] = keys[i];
+  __syncthreads();
+  const int n = sh.ranked;
+  const unsigned need = sh.need;
+  for (int c = threadIdx.x; c < n; c += kBlockThreads) {
+    const Key key = sh.rank[c];
+    unsigned above = 0;
+    for (int j = 0; j < n; ++j) above += sh.rank[j] > key;
+    if (above == need - 1) sh.prefix = key;
+  }
+  __syncthreads();
+  return sh.prefix;
+}
 
 // The threshold of the block's k best keys: exactly min(k, non-empty keys) are >= it (key 0, empty,
 // is never counted). Pass by pass from the top 8 bits, the keys that match the prefix add their next
 // digit to a histogram (the lanes of a warp with the same digit add once: normal logits crowd a few
 // bins), and warp 0 finds the bin of the k-th key, counting from the top. It stops when that bin
-// holds just the keys still needed: the keys are distinct, so by the 8th pass.
+// holds just the keys still needed (the keys are distinct, so by the 8th pass), or few enough to rank.
 template <int N>
 __device__ Key radix_threshold(const Key (&keys)[N], int k, RadixShared& sh) {
   const int t = threadIdx.x, lane = t % 32;
@@ -633,13 +661,16 @@ __device__ Key radix_threshold(const Key (&keys)[N], int k, RadixShared& sh) {
       }
       if (lane == 0) {
         sh.prefix = next;
-        sh.done = src < 0 || count == need;
+        sh.done = src < 0 || count == need ? 1 : count <= kRankKeys ? 2 : 0;
+        sh.need = need;
         sh.count = 0;  // keep_winners counts from 0
+        sh.ranked = 0;
       }
     }
     __syncthreads();
     prefix = sh.prefix;
-    if (sh.done) return max(prefix, Key{1});  // -inf's keys start with a digit 0, and empty keys are 0
+    if (sh.done == 1) return max(prefix, Key{1});  // -inf's keys start with a digit 0, and empty keys are 0
+    if (sh.done == 2) return rank_threshold(keys, prefix, shift, sh);
   }
 }
 

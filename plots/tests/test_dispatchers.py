@@ -30,6 +30,14 @@ class DispatcherCheck(unittest.TestCase):
         rows = [row("1", "a", 0.60, median=0.61), row("2", "b", 0.50, median=0.51), row("3", "dispatch", 0.60)]
         self.assertEqual(cd.slow_cells(rows), [("G", "f32", "R=1", 0.60, "2", 0.50)])
 
+    def test_differences_below_the_timer_resolution_pass(self):
+        # a 5 us kernel measured twice: 0.16 us apart is 3.2 %, below the events' 0.5 us resolution
+        rows = [row("1", "a", 0.010), row("2", "b", 0.00496), row("3", "dispatch", 0.00512)]
+        self.assertEqual(cd.slow_cells(rows), [])
+        # a wrong pick at that size is microseconds slower
+        rows = [row("1", "a", 0.010), row("2", "b", 0.00496), row("3", "dispatch", 0.0060)]
+        self.assertEqual(cd.slow_cells(rows), [("G", "f32", "R=1", 0.0060, "2", 0.00496)])
+
     def test_cells_and_gpus_apart_and_libraries_ignored(self):
         rows = [row("1", "a", 1.0), row("2", "dispatch", 1.0), row("lib", "cub", 0.1),
                 row("1", "a", 0.5, shape="R=2"), row("2", "dispatch", 1.0, gpu="H")]

@@ -2,10 +2,10 @@
 // candidates through shared-memory buffers and bitonic sorts, and its merge warp sorts 256 keys again
 // and again. Here a block holds 4096 keys in registers and finds the k-th largest by its bits, 8 at a
 // time from the top (a 256-bin histogram per pass, stopping once the k-th key's bin holds just the
-// keys still needed): every key at or above it wins. The same select takes each slice's k best
-// (topk_radix_slices), then the row's k best of theirs (topk_radix_merge); only the final k are
-// sorted, by one warp in registers. The block's select (radix_threshold, keep_winners, radix_select,
-// block_stats, write_radix_best) is in parts.cuh.
+// keys still needed, or ranking the bin's keys once it holds at most 256): every key at or above it wins. The same
+// select takes each slice's k best (topk_radix_slices), then the row's k best of theirs (topk_radix_merge); only the
+// final k are sorted, by one warp in registers. The block's select (radix_threshold, rank_threshold, keep_winners,
+// radix_select, block_stats, write_radix_best) is in parts.cuh.
 #pragma once
 #include <algorithm>
 #include <cstdint>
