@@ -36,11 +36,12 @@ if [ "${KL_KEEP:-0}" = 1 ]; then say "scratch copy kept in $scratch"; else trap 
 
 # ---- a scratch copy: only what lesson 01 needs -------------------------------------------------------
 cd "$ROOT"
-mkdir -p "$scratch/lessons" "$scratch/results/h100/profile" "$scratch/solutions"  # solutions/: check_format looks there
+mkdir -p "$scratch/lessons" "$scratch/solutions"  # solutions/: check_format looks there
 cp -r common scripts plots CMakeLists.txt CMakePresets.json .clang-format CONTRIBUTING.md "$scratch/"
 cp -r "$LESSON" "$scratch/lessons/"
-cp results/h100/lesson01.csv "$scratch/results/h100/"
-cp results/h100/profile/lesson01.csv "$scratch/results/h100/profile/"  # the README's counter markers read it
+for f in results/*/lesson01.csv results/*/profile/lesson01.csv; do  # every GPU's: the README's markers read them
+  mkdir -p "$scratch/$(dirname "$f")" && cp "$f" "$scratch/$f"
+done
 [ -d .deps ] && ln -s "$ROOT/.deps" "$scratch/.deps"
 cd "$scratch"
 
