@@ -55,7 +55,8 @@ def main(argv):
             for gpu, dtype, shape, ms, step, best in slow_cells(list(csv.DictReader(f))):
                 print(f"{path}: {gpu} {dtype} {shape}: dispatch {ms:.4g} ms (fastest) is {ms / best:.2f}x step {step} ({best:.4g} ms)")
                 bad += 1
-    print(f"{len(paths)} CSV files, {bad} cells where the dispatcher is more than {TOLERANCE:.0%} slower than a step")
+    print(f"{len(paths)} CSV files, {bad} cells where the dispatcher is more than {TOLERANCE:.0%} "
+          f"(and {FLOOR_MS * 1000:g} us) slower than a step")
     return 1 if bad else 0
 
 

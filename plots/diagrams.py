@@ -308,43 +308,36 @@ def persistent_timeline(path):
     its K/V stages run on, so tile 1's data has landed when the groups finish tile 0's store."""
     load, landing, gemm, soft, fixed, store = "#fdae6b", "#fee6ce", "#bcbddc", "#a1d99b", "0.75", "#9ecae1"
     k = 4  # key tiles a query tile
-    rows = []
-    # step 6: block 0 (start, landing, k tiles, store), then block 1 the same
-    t = 0.0
-    items, lands = [], []
+
+    def query_tile(t, b):
+        """Query tile b's k key tiles from time t, then its store: the bars and the time they end."""
+        bars_b = [(t + i, 0.95, f"tile {b}.{i}", gemm) for i in range(k)] + [(t + k, 0.9, f"store O{b}", store)]
+        return bars_b, t + k + 0.9
+
+    # step 6: a block per query tile (start, Q and the first K/V land, the tiles, the store), one after the other
+    t, lands, items = 0.0, [], []
     for b in range(2):
         items.append((t, 0.6, f"start {b}", fixed))
         lands.append((t + 0.6, 0.9, f"Q{b}, K/V{b},0 land", landing))
-        t += 1.5
-        items += [(t + i * 1.0, 0.95, f"tile {b}.{i}", gemm) for i in range(k)]
-        t += k * 1.0
-        items.append((t, 0.9, f"store O{b}", store))
-        t += 0.9
-    rows.append(("step 6, one block a tile: TMA", lands))
-    rows.append(("step 6: consumer groups", items))
-    # step 7: one block; tile 1's Q loads after the groups' last S of tile 0, its K/V as stages free
-    start = 0.6 + 0.9
-    last_s = start + (k - 1) * 1.0 + 0.45  # the groups' last S of tile 0 is done
-    rows.append(("step 7, one block walking tiles: producer",
-                 [(0.0, 0.6, "start", fixed), (0.6, 0.3, "Q0", load)]
-                 + [(0.9 + 0.2 * i, 0.2, f"{i}", load) for i in range(3)]
-                 + [(last_s, 0.3, "Q1", load), (last_s + 0.3, 0.3, "1.0", load), (last_s + 0.6, 0.3, "1.1", load)]))
-    rows.append(("step 7: TMA", [(0.6, 0.9, "Q0, K/V0,0 land", landing), (last_s + 0.3, 0.9, "Q1, K/V1,0 land", landing)]))
-    t = start
-    items = [(t + i * 1.0, 0.95, f"tile 0.{i}", gemm) for i in range(k)]
-    t += k * 1.0
-    items.append((t, 0.9, "store O0", store))
-    t += 0.9
-    items += [(t + i * 1.0, 0.95, f"tile 1.{i}", gemm) for i in range(k)]
-    t += k * 1.0
-    items.append((t, 0.9, "store O1", store))
-    rows.append(("step 7: consumer groups", items))
-    rows.append(("step 7: Q's empty barrier", [(last_s - 0.05, 0.1, "", soft), (last_s + k * 1.0 + 0.9 - 0.05, 0.1, "", soft)]))
-    return timeline(path, rows, 13.5, "time (schematic, not to scale); 4 key tiles a query tile; store: the last P·V, then O",
+        bars_b, t = query_tile(t + 1.5, b)
+        items += bars_b
+    rows = [("step 6, one block a tile: TMA", lands), ("step 6: consumer groups", items)]
+    # step 7: one block; tile 1's Q loads once the groups' last S of tile 0 is done, its K/V as stages free
+    last_s = 1.5 + (k - 1) + 0.45
+    tile0, t = query_tile(1.5, 0)
+    tile1, _ = query_tile(t, 1)
+    rows += [("step 7, one block walking tiles: producer",
+              [(0.0, 0.6, "start", fixed), (0.6, 0.3, "Q0", load)]
+              + [(0.9 + 0.2 * i, 0.2, f"{i}", load) for i in range(3)]
+              + [(last_s, 0.3, "Q1", load), (last_s + 0.3, 0.3, "1.0", load), (last_s + 0.6, 0.3, "1.1", load)]),
+             ("step 7: TMA", [(0.6, 0.9, "Q0, K/V0,0 land", landing), (last_s + 0.3, 0.9, "Q1, K/V1,0 land", landing)]),
+             ("step 7: consumer groups", tile0 + tile1),
+             ("step 7: Q's empty barrier", [(last_s - 0.05, 0.1, "", soft), (last_s + k + 0.85, 0.1, "", soft)])]
+    return timeline(path, rows, 13.5,
+                    "time (schematic, not to scale); 4 key tiles a query tile; store: the last P·V, then O",
                     "Lesson 09, step 7: the next tile's loads under the end of this one",
                     note="green tick: the groups' last S = Q·Kᵀ of a tile is done; they arrive on Q's empty "
                     "barrier, and the producer loads the next tile's Q and K/V while they finish.")
-
 
 FIGURES = [("06_tiled_gemm", "tiling.png", tiling), ("07_wmma_attention", "mma_fragments.png", mma_fragments),
            ("09_hopper_attention", "swizzle_descriptor.png", swizzle_descriptor),

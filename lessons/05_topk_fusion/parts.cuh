@@ -574,12 +574,15 @@ constexpr int kRadixChunk = kRadixItems * kBlockThreads;
 // split by further passes.
 constexpr int kRankKeys = kBlockThreads;
 
+// What a pass of radix_threshold decided: another pass, the threshold found, or a bin few enough to rank.
+enum RadixDone : int { kPassOn = 0, kFound = 1, kRank = 2 };
+
 // A block's selection in shared memory: two histograms (a pass fills one while the next is zeroed),
 // the prefix of the k-th key found so far, the keys of its bin once few enough to rank, and the winners.
 struct RadixShared {
   alignas(16) unsigned hist[2][256];
   Key prefix;
-  int done, count, ranked;
+  int done, count, ranked;  // done: kPassOn, kFound (prefix is the threshold) or kRank (rank the bin)
   unsigned need;
   Key rank[kRankKeys];
   Key best[kMaxK];
@@ -589,7 +592,8 @@ struct RadixShared {
 // The k-th key when its bin (the keys whose bits above `shift` equal prefix's) holds at most kRankKeys
 // keys, sh.need of them winners: the bin's keys are gathered, and the one with exactly need - 1 keys
 // of the bin above it is the threshold (the keys are distinct). One gather and one compare per pair
-// replace the passes over the lower digits, which ties in the value (16-bit logits) make all eight.
+// replace the passes over the lower digits, which keys of equal value (likelier in 16 bits) carry on
+// into the index's bits.
 template <int N>
 __device__ Key rank_threshold(const Key (&keys)[N], Key prefix, int shift, RadixShared& sh) {
 #pragma unroll
@@ -661,7 +665,7 @@ __device__ Key radix_threshold(const Key (&keys)[N], int k, RadixShared& sh) {
       }
       if (lane == 0) {
         sh.prefix = next;
-        sh.done = src < 0 || count == need ? 1 : count <= kRankKeys ? 2 : 0;
+        sh.done = src < 0 || count == need ? kFound : count <= kRankKeys ? kRank : kPassOn;
         sh.need = need;
         sh.count = 0;  // keep_winners counts from 0
         sh.ranked = 0;
@@ -669,8 +673,8 @@ __device__ Key radix_threshold(const Key (&keys)[N], int k, RadixShared& sh) {
     }
     __syncthreads();
     prefix = sh.prefix;
-    if (sh.done == 1) return max(prefix, Key{1});  // -inf's keys start with a digit 0, and empty keys are 0
-    if (sh.done == 2) return rank_threshold(keys, prefix, shift, sh);
+    if (sh.done == kFound) return max(prefix, Key{1});  // -inf's keys start with a digit 0, and empty keys are 0
+    if (sh.done == kRank) return rank_threshold(keys, prefix, shift, sh);
   }
 }
 

@@ -266,7 +266,7 @@ TEST_SUITE("gpu") {
 
   TEST_CASE("step 7, persistent: more query tiles than SMs, so each block walks several (its stages run on)") {
     REQUIRE(kl::find_steps(kSteps, "persistent").size() == 1);
-    const int heads = kl::sm_count() + 1;  // S = 200: one pair of query tiles a head at D = 64 and 128
+    const int heads = kl::sm_count() + 1;  // S = 200: two query tiles a head at D = 64 and 128
     for (bool causal : {false, true})
       for (int d : {64, 128})
         check_steps(flash(1, heads, 200, d, causal), kl::seed_for(870 + d + causal), false, "persistent");
