@@ -613,10 +613,11 @@ __device__ Key rank_threshold(const Key (&keys)[N], Key prefix, int shift, Radix
 }
 
 // The threshold of the block's k best keys: exactly min(k, non-empty keys) are >= it (key 0, empty,
-// is never counted). Pass by pass from the top 8 bits, the keys that match the prefix add their next
-// digit to a histogram (the lanes of a warp with the same digit add once: normal logits crowd a few
-// bins), and warp 0 finds the bin of the k-th key, counting from the top. It stops when that bin
-// holds just the keys still needed (the keys are distinct, so by the 8th pass), or few enough to rank.
+// is never counted). Pass by pass from the top 8 bits, each key that matches the prefix adds its next
+// digit to a histogram in shared memory, one atomicAdd a key (adding once per digit a warp, after a
+// __match_any_sync, was slower: NOTES.md), and warp 0 finds the bin of the k-th key, counting
+// from the top. It stops when that bin holds just the keys still needed (the keys are distinct, so by
+// the 8th pass), or few enough to rank.
 template <int N>
 __device__ Key radix_threshold(const Key (&keys)[N], int k, RadixShared& sh) {
   const int t = threadIdx.x, lane = t % 32;
@@ -630,10 +631,7 @@ __device__ Key radix_threshold(const Key (&keys)[N], int k, RadixShared& sh) {
 #pragma unroll
     for (int i = 0; i < N; ++i) {
       const bool in = keys[i] != 0 && (shift == 56 || (keys[i] >> (shift + 8)) == (prefix >> (shift + 8)));
-      if (!__any_sync(kl::kFullMask, in)) continue;
-      const unsigned digit = in ? static_cast<unsigned>(keys[i] >> shift) & 255u : 256u;
-      const unsigned peers = __match_any_sync(kl::kFullMask, digit);
-      if (in && lane == __ffs(peers) - 1) atomicAdd(&hist[digit], __popc(peers));
+      if (in) atomicAdd(&hist[static_cast<unsigned>(keys[i] >> shift) & 255u], 1u);
     }
     __syncthreads();
     if (t < 32) {  // lane l holds bins 8l ... 8l + 7; the keys above its bins are in the lanes above

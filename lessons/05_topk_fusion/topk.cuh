@@ -87,7 +87,7 @@ struct Launch {
 using Step = kl::Step<Launch>;
 
 // Every step runs on any GPU from sm_75: the selection of steps 4-6 counts the warp's candidates
-// with __reduce_add_sync on sm_80+ and with shuffles below (warp_sum); step 8's __match_any_sync is sm_70+.
+// with __reduce_add_sync on sm_80+ and with shuffles below (warp_sum).
 inline const std::vector<Step> kSteps = {
     kl::step("unfused", "lesson 04 softmax writes R x V probs; cub segmented radix sort; keep K",
              Launch{launch_unfused, false}),
