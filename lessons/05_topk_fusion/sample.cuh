@@ -2,10 +2,13 @@
 // row of logits, drawn from softmax(x / T) cut to the top_k most likely tokens, then to the fewest of
 // those whose probability reaches top_p (the nucleus), renormalised. The K best come from the
 // dispatcher (one read of the logits); one more kernel, a warp per row, applies T and top_p to them
-// and draws with cuRAND's Philox generator: the same seed and offset give the same tokens.
+// and draws with cuRAND's Philox generator: the same seed and offset give the same tokens. Where the
+// dispatcher takes step 8 (decode batches), the draw runs at the end of step 8's merge instead: one
+// launch fewer, the same tokens.
 #pragma once
 #include <curand_kernel.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "common/buffer.cuh"
@@ -15,32 +18,19 @@
 
 namespace lesson05 {
 
-// A warp per row draws from its k winners (idx, largest first): rank r in lane r % 32. The weights
-// w_r = e^((x_r - x_0) / T) need the winners' logits again, read from x (k loads a row), since the
-// top-K's probabilities at T = 1 would underflow where a high T still gives weight. A warp scan gives
+// The draw from a row's k winners (largest first), in a warp: rank r in lane r % 32. The weights
+// w_r = e^((x_r - x_0) / T) need the winners' logits, not the top-K's probabilities, which at T = 1
+// would underflow where a high T still gives weight. A warp scan gives
 // the prefix sums c; rank r is in the nucleus while the weight before it is below top_p of the total
 // (rank 0 always is); one uniform u in (0, 1] picks the first kept rank whose prefix reaches u times
 // the nucleus' mass. A row whose best logit is NaN or infinite takes rank 0, as an argmax would.
-template <class T>
-__global__ void __launch_bounds__(32 * kWarpsPerBlock)
-    sample_from_best(const T* x, const int* idx, std::int64_t rows, int vocab, int k, float temperature, float top_p,
-                     std::uint64_t seed, std::uint64_t offset, int* tokens) {
-  const std::int64_t row = blockIdx.x * std::int64_t{kWarpsPerBlock} + threadIdx.x / 32;
-  if (row >= rows) return;  // the whole warp leaves together
+// draw_token takes each lane's two ranks (index id[h] and logit v[h] of rank lane + 32 h; -inf past k)
+// and returns the token in every lane.
+__device__ __forceinline__ int draw_token(const int (&id)[2], const float (&v)[2], int k, float temperature,
+                                          float top_p, std::uint64_t seed, std::uint64_t offset, std::int64_t row) {
   const int lane = threadIdx.x % 32;
-  int id[2];
-  float v[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = lane + 32 * h;
-    id[h] = r < k ? idx[row * k + r] : 0;
-    v[h] = r < k ? kl::to_float(x[row * vocab + id[h]]) : -INFINITY;
-  }
   const float top = __shfl_sync(kl::kFullMask, v[0], 0);
-  if (!isfinite(top)) {  // NaN ranks first; +inf takes all the weight, -inf everywhere none
-    if (lane == 0) tokens[row] = id[0];
-    return;
-  }
+  if (!isfinite(top)) return __shfl_sync(kl::kFullMask, id[0], 0);  // NaN ranks first; +inf takes all the weight
   // divided, not multiplied by 1 / T: a tiny T must give -inf below the max and 0 at it, never NaN
   float c[2];
 #pragma unroll
@@ -75,7 +65,50 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
   const unsigned hit0 = __ballot_sync(kl::kFullMask, keep0 && c[0] >= target);
   const unsigned hit1 = __ballot_sync(kl::kFullMask, keep1 && c[1] >= target);
   const int pick = hit0 ? __ffs(hit0) - 1 : hit1 ? 32 + __ffs(hit1) - 1 : last;  // last: rounding at u = 1
-  const int token = __shfl_sync(kl::kFullMask, pick < 32 ? id[0] : id[1], pick % 32);
+  return __shfl_sync(kl::kFullMask, pick < 32 ? id[0] : id[1], pick % 32);
+}
+
+// A warp per row: its k winners' indices from the top-K, their logits read again from x (k loads).
+template <class T>
+__global__ void __launch_bounds__(32 * kWarpsPerBlock)
+    sample_from_best(const T* x, const int* idx, std::int64_t rows, int vocab, int k, float temperature, float top_p,
+                     std::uint64_t seed, std::uint64_t offset, int* tokens) {
+  const std::int64_t row = blockIdx.x * std::int64_t{kWarpsPerBlock} + threadIdx.x / 32;
+  if (row >= rows) return;  // the whole warp leaves together
+  const int lane = threadIdx.x % 32;
+  int id[2];
+  float v[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = lane + 32 * h;
+    id[h] = r < k ? idx[row * k + r] : 0;
+    v[h] = r < k ? kl::to_float(x[row * vocab + id[h]]) : -INFINITY;
+  }
+  const int token = draw_token(id, v, k, temperature, top_p, seed, offset, row);
+  if (lane == 0) tokens[row] = token;
+}
+
+// Step 8's merge with the draw as its end: warp 0 sorts the row's k winners in registers (as
+// write_radix_best does) and draws from them; a key holds its logit exactly, so nothing is read again.
+__global__ void __launch_bounds__(kBlockThreads)
+    sample_radix_merge(const Key* part_keys, int slices, int k, float temperature, float top_p, std::uint64_t seed,
+                       std::uint64_t offset, int* tokens) {
+  __shared__ RadixShared sh;
+  const std::int64_t row = blockIdx.x;
+  select_slices_best(part_keys, row, slices, k, sh);
+  if (threadIdx.x >= 32) return;
+  const int lane = threadIdx.x;
+  Key best[2] = {lane < sh.count ? sh.best[lane] : 0, lane + 32 < sh.count ? sh.best[lane + 32] : 0};
+  warp_sort_registers(best, lane);
+  int id[2];
+  float v[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = lane + 32 * h;
+    id[h] = r < k ? key_index(best[h]) : 0;
+    v[h] = r < k ? key_value(best[h]) : -INFINITY;
+  }
+  const int token = draw_token(id, v, k, temperature, top_p, seed, offset, row);
   if (lane == 0) tokens[row] = token;
 }
 
@@ -97,6 +130,15 @@ void sample(const T* x, int* tokens, std::int64_t rows, int vocab, const SampleP
   const auto winners = static_cast<std::size_t>(rows * sp.top_k);
   ws.prob.resize(winners);  // grows only
   ws.idx.resize(winners);
+  const Problem p{x, ws.prob.data(), ws.idx.data(), rows, vocab, sp.top_k, dtype_of<T>()};
+  const int slices = std::min(radix_slices(vocab, sp.top_k), radix_chunks(vocab));
+  if (chosen_step(p) == 8 && slices > 1) {
+    launch_radix_slices<T>(p, slices, ws.topk, s);
+    sample_radix_merge<<<static_cast<unsigned>(rows), kBlockThreads, 0, s>>>(
+        ws.topk.part_keys.data(), slices, sp.top_k, sp.temperature, sp.top_p, sp.seed, sp.offset, tokens);
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
   topk(x, ws.prob.data(), ws.idx.data(), rows, vocab, sp.top_k, ws.topk, s);
   sample_from_best<T><<<warp_grid(rows), 32 * kWarpsPerBlock, 0, s>>>(
       x, ws.idx.data(), rows, vocab, sp.top_k, sp.temperature, sp.top_p, sp.seed, sp.offset, tokens);

@@ -962,4 +962,57 @@ TEST_SUITE("gpu") {
     CHECK_THROWS_AS(lesson05::sample(dx.data(), tokens.data(), 3, 64, {0.f, 10, 0.9f}, ws), kl::UsageError);
     CHECK_THROWS_AS(lesson05::sample(dx.data(), tokens.data(), 3, 64, {1.f, 65, 0.9f}, ws), kl::UsageError);
   }
+
+  // The top-K through step 8, then sample_from_best: the sampler's path outside decode shapes.
+  template <class T>
+  std::vector<int> draw_apart(const kl::DeviceBuffer<T>& x, std::int64_t rows, int vocab,
+                              const lesson05::SampleParams& sp) {
+    kl::DeviceBuffer<float> prob(static_cast<std::size_t>(rows * sp.top_k));
+    kl::DeviceBuffer<int> idx(static_cast<std::size_t>(rows * sp.top_k)), tokens(static_cast<std::size_t>(rows));
+    tokens.poison();
+    lesson05::Workspace ws;
+    lesson05::run_radix<T>({x.data(), prob.data(), idx.data(), rows, vocab, sp.top_k, lesson05::dtype_of<T>()},
+                           lesson05::radix_slices(vocab, sp.top_k), ws, nullptr);
+    lesson05::sample_from_best<T><<<lesson05::warp_grid(rows), 32 * lesson05::kWarpsPerBlock>>>(
+        x.data(), idx.data(), rows, vocab, sp.top_k, sp.temperature, sp.top_p, sp.seed, sp.offset, tokens.data());
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return tokens.download(static_cast<std::size_t>(rows));
+  }
+
+  TEST_CASE("the sampler at decode shapes draws in step 8's merge: the same tokens as the top-K and a separate draw") {
+    const std::int64_t rows = 8;
+    const int vocab = 20000;  // 5 chunks: 5 slices a row, then the merge
+    std::vector<float> x = kl::normal_floats(rows * vocab, 0, 2, kl::seed_for(591));
+    x[vocab + 777] = NAN;                                                // row 1: a NaN
+    std::fill(x.begin() + 2 * vocab, x.begin() + 3 * vocab, -INFINITY);  // row 2: 20 finite logits
+    for (int i = 0; i < 20; ++i) x[2 * vocab + 997 * i] = 0.1f * i;
+    std::fill(x.begin() + 3 * vocab, x.begin() + 4 * vocab, 1.f);  // row 3: all equal
+    x[4 * vocab + 12345] = INFINITY;                               // row 4: a +inf
+    std::vector<__half> xh(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) xh[i] = kl::from_float<__half>(x[i]);
+    const kl::DeviceBuffer<float> dx(x);
+    const kl::DeviceBuffer<__half> dh(xh);
+    kl::DeviceBuffer<int> tokens(rows);
+    lesson05::SampleWorkspace ws;
+    for (const lesson05::SampleParams& sp : {lesson05::SampleParams{0.8f, 50, 0.9f, 7, 0},
+                                             {1.f, 64, 1.f, 8, 3},
+                                             {3.f, 10, 0.5f, 9, 1},
+                                             {1e-6f, 1, 0.9f, 7, 2},
+                                             {1.f, 33, 0.99f, 1, 5}}) {
+      CAPTURE(sp.top_k);
+      CAPTURE(sp.temperature);
+      REQUIRE(lesson05::choose_step(rows, vocab, sp.top_k, kl::sm_count()) == 8);
+      tokens.poison();
+      lesson05::sample(dx.data(), tokens.data(), rows, vocab, sp, ws);
+      CUDA_CHECK(cudaDeviceSynchronize());
+      const std::vector<int> fused = tokens.download(rows);
+      CHECK(fused == draw_apart(dx, rows, vocab, sp));
+      CHECK(fused[1] == 777);
+      CHECK(fused[4] == 12345);
+      tokens.poison();
+      lesson05::sample(dh.data(), tokens.data(), rows, vocab, sp, ws);
+      CUDA_CHECK(cudaDeviceSynchronize());
+      CHECK(tokens.download(rows) == draw_apart(dh, rows, vocab, sp));
+    }
+  }
 }

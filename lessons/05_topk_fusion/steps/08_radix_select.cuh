@@ -65,17 +65,10 @@ __global__ void __launch_bounds__(kBlockThreads)
   if (t == 0) part_stats[blockIdx.x] = make_float2(ms.m, ms.s);
 }
 
-// Step 8's second kernel: a block per row takes the k best of its slices' winners with the same
-// select (one chunk of keys at the slice counts radix_slices picks), combines their (m, s) and
-// writes the answer.
-__global__ void __launch_bounds__(kBlockThreads)
-    topk_radix_merge(const Key* part_keys, const float2* part_stats, int slices, int k, float* prob, int* idx) {
-  __shared__ RadixShared sh;
-  const std::int64_t row = blockIdx.x;
+// The k best of a row's slices' winners (slices * k keys, in chunks of kRadixChunk) into sh.best.
+__device__ __forceinline__ void select_slices_best(const Key* part_keys, std::int64_t row, int slices, int k,
+                                                   RadixShared& sh) {
   const int t = threadIdx.x, n = slices * k;
-  kl::MaxSum mine{-INFINITY, 0.f};
-  for (int sl = t; sl < slices; sl += kBlockThreads)
-    mine = kl::combine(mine, {part_stats[row * slices + sl].x, part_stats[row * slices + sl].y});
   const Key* keys = part_keys + row * n;
   radix_select((n + kRadixChunk - 1) / kRadixChunk, k, sh, [&](int c, Key(&chunk)[kRadixItems + 1]) {
 #pragma unroll
@@ -84,6 +77,20 @@ __global__ void __launch_bounds__(kBlockThreads)
       chunk[i] = at < n ? keys[at] : 0;
     }
   });
+}
+
+// Step 8's second kernel: a block per row takes the k best of its slices' winners with the same
+// select (one chunk of keys at the slice counts radix_slices picks), combines their (m, s) and
+// writes the answer.
+__global__ void __launch_bounds__(kBlockThreads)
+    topk_radix_merge(const Key* part_keys, const float2* part_stats, int slices, int k, float* prob, int* idx) {
+  __shared__ RadixShared sh;
+  const std::int64_t row = blockIdx.x;
+  const int t = threadIdx.x;
+  kl::MaxSum mine{-INFINITY, 0.f};
+  for (int sl = t; sl < slices; sl += kBlockThreads)
+    mine = kl::combine(mine, {part_stats[row * slices + sl].x, part_stats[row * slices + sl].y});
+  select_slices_best(part_keys, row, slices, k, sh);
   const kl::MaxSum ms = block_stats(mine.m, mine.s, sh);
   if (t < 32) write_radix_best(sh, k, ms, prob + row * k, idx + row * k);
 }
@@ -92,8 +99,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 // than one, the merge. The test also runs other slice counts than radix_slices': slices of several
 // chunks, and merges of several chunks of keys.
 template <class T>
-void run_radix(const Problem& p, int slices, Workspace& ws, cudaStream_t s) {
-  const int used = std::min(slices, radix_chunks(p.vocab));
+void launch_radix_slices(const Problem& p, int used, Workspace& ws, cudaStream_t s) {
   if (used > 1) {
     ws.part_keys.resize(static_cast<std::size_t>(p.rows * used * p.k));
     ws.part_stats.resize(static_cast<std::size_t>(p.rows * used));
@@ -101,6 +107,12 @@ void run_radix(const Problem& p, int slices, Workspace& ws, cudaStream_t s) {
   topk_radix_slices<T><<<static_cast<unsigned>(p.rows * used), kBlockThreads, 0, s>>>(
       static_cast<const T*>(p.x), p.vocab, p.k, used, p.prob, p.idx, ws.part_keys.data(), ws.part_stats.data());
   CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+void run_radix(const Problem& p, int slices, Workspace& ws, cudaStream_t s) {
+  const int used = std::min(slices, radix_chunks(p.vocab));
+  launch_radix_slices<T>(p, used, ws, s);
   if (used > 1) {
     topk_radix_merge<<<static_cast<unsigned>(p.rows), kBlockThreads, 0, s>>>(ws.part_keys.data(), ws.part_stats.data(),
                                                                              used, p.k, p.prob, p.idx);
