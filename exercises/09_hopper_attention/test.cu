@@ -1,9 +1,11 @@
-// Grades exercises 09.1 and 09.2, built twice (exercise09_test: the files of exercises/09_hopper_attention
+// Grades exercises 09.1 to 09.3, built twice (exercise09_test: the files of exercises/09_hopper_attention
 // or a student's copy; solution09_test: the solutions and the wrong techniques, which must fail). Both
 // binaries are compiled for sm_90a alone, like the lesson's Hopper steps; on another GPU the GPU parts
 // are not graded. 09.1: the ring slot and its parities, on the CPU, then in a TMA pipeline of 2 and 3
 // stages whose waits are bounded (a wait for a phase that never completes is reported, not hung).
 // 09.2: step 5 with the graded softmax, against float64 on rows whose max grows along the keys.
+// 09.3: the slot and parities across query tiles, on the CPU, then in a persistent pipeline (query
+// tiles of 1 to 5 key tiles drawn from a counter, as step 7's) with the same bounded waits.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -25,6 +27,7 @@
 // techniques. (Everything those files include is included above, outside the namespaces.)
 namespace graded {
 #include <deferred_softmax.cuh>
+#include <persistent_slot.cuh>
 #include <ring_slot.cuh>
 }  // namespace graded
 #ifdef KL_SOLUTION_BUILD
@@ -32,9 +35,13 @@ namespace solution = graded;
 #else
 namespace solution {
 #include "solutions/09_hopper_attention/deferred_softmax.cuh"
+#include "solutions/09_hopper_attention/persistent_slot.cuh"
 #include "solutions/09_hopper_attention/ring_slot.cuh"
 }  // namespace solution
 #endif
+namespace round_per_query_tile {
+#include "solutions/09_hopper_attention/wrong/round_per_query_tile.cuh"
+}
 namespace same_parity {
 #include "solutions/09_hopper_attention/wrong/same_parity.cuh"
 }
@@ -197,6 +204,187 @@ kl::grade::Speed race_ring() {
   });
 }
 
+// ---- 09.3: the ring across query tiles ----------------------------------------------------------------------
+
+template <class Ns>
+struct Persistent;
+#define KL_PERSISTENT(ns)                                                                      \
+  template <>                                                                                  \
+  struct Persistent<struct ns##_tag> {                                                         \
+    __host__ __device__ static auto slot(int n, int before, int kt, int stages) {              \
+      return ns::persistent_slot(n, before, kt, stages);                                       \
+    }                                                                                          \
+  };
+KL_PERSISTENT(graded)
+KL_PERSISTENT(solution)
+KL_PERSISTENT(round_per_query_tile)
+#undef KL_PERSISTENT
+
+// Given: step 7's loop without the attention. Thread 0 (the producer) draws query tiles from *next
+// until none is left, hands each one's number to the consumers in shared memory (its "full" barrier,
+// then their release of the number, as step 7 does with Q) and streams its key tiles, first[q] ...
+// first[q + 1] - 1 of the 64 x 64 f16 tiles, through the ring; warpgroup 1 adds every key tile of
+// query tile q into sums[q]. The ring's slots and phases are persistent_slot's. Whatever they are, the
+// producer lets each slot's previous load land before the next one and before it leaves (fills[]
+// counts them), so that a wrong answer gives wrong sums or a reported stall, never a fault.
+template <class P, int kStages>
+__global__ void __launch_bounds__(256) persistent_sums(const __grid_constant__ CUtensorMap map, int queries,
+                                                       const int* first, unsigned* next, float* sums, int* stuck) {
+  __shared__ __align__(1024) unsigned char slot[kStages][64 * 64 * 2];
+  __shared__ std::uint64_t full[kStages], empty[kStages], q_full, q_empty;
+  __shared__ volatile int drawn;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      kl::mbarrier_init(full + s, 1);
+      kl::mbarrier_init(empty + s, 128);
+    }
+    kl::mbarrier_init(&q_full, 1);
+    kl::mbarrier_init(&q_empty, 128);
+    kl::mbarrier_init_fence();
+  }
+  __syncthreads();
+  if (threadIdx.x < 128) {
+    if (threadIdx.x != 0) return;
+    int fills[kStages] = {};
+    const auto landed = [&](int st) { return fills[st] == 0 || wait_bounded(full + st, (fills[st] - 1) % 2); };
+    const auto leave = [&](bool stalled) {
+      for (int st = 0; st < kStages; ++st) stalled |= !landed(st);
+      if (stalled) atomicExch(stuck, 1);
+    };
+    for (int n = 0, before = 0;; ++n) {
+      if (!wait_bounded(&q_empty, (n + 1) % 2)) return leave(true);  // the consumers have read the last number
+      const int q = static_cast<int>(atomicAdd(next, 1u));
+      drawn = q;
+      kl::mbarrier_arrive(&q_full);
+      if (q >= queries) return leave(false);
+      const int keys = first[q + 1] - first[q];
+      for (int kt = 0; kt < keys; ++kt) {
+        const auto sl = P::slot(n, before, kt, kStages);
+        if (!wait_bounded(empty + sl.stage, sl.empty_parity) || !landed(sl.stage)) return leave(true);
+        ++fills[sl.stage];
+        kl::mbarrier_arrive_expect_tx(full + sl.stage, sizeof(slot[0]));
+        kl::tma_load_3d(slot[sl.stage], &map, 0, 0, first[q] + kt, full + sl.stage);
+      }
+      before += keys;
+    }
+  }
+  const int c = threadIdx.x - 128;
+  for (int n = 0, before = 0;; ++n) {
+    if (!wait_bounded(&q_full, n % 2)) {
+      atomicExch(stuck, 1);
+      return;
+    }
+    const int q = drawn;
+    kl::mbarrier_arrive(&q_empty);
+    if (q >= queries) return;
+    const int keys = first[q + 1] - first[q];
+    float part = 0;
+    for (int kt = 0; kt < keys; ++kt) {
+      const auto sl = P::slot(n, before, kt, kStages);
+      if (!wait_bounded(full + sl.stage, sl.full_parity)) {
+        atomicExch(stuck, 1);
+        return;
+      }
+      const auto* h = reinterpret_cast<const __half2*>(slot[sl.stage]) + c * 16;  // 32 f16 a thread
+      for (int j = 0; j < 16; ++j) {
+        const float2 f = __half22float2(h[j]);
+        part += f.x + f.y;
+      }
+      kl::mbarrier_arrive(empty + sl.stage);
+    }
+    for (int o = 16; o > 0; o /= 2) part += __shfl_xor_sync(kl::kFullMask, part, o);
+    if (c % 32 == 0) atomicAdd(sums + q, part);
+    before += keys;
+  }
+}
+
+// Query tile q has 1 + (7 q + 3) % 5 key tiles (1 to 5, so that they rarely fill the ring exactly); the
+// key tiles are whole numbers in [-8, 8], and every query tile's sum is exact in f32, in any order.
+struct PersistentInput {
+  std::vector<int> first;
+  std::vector<float> sums;
+  kl::DeviceBuffer<int> d_first;
+  kl::DeviceBuffer<__half> x;
+  CUtensorMap map;
+};
+PersistentInput persistent_input(int queries) {
+  PersistentInput in;
+  in.first.assign(1, 0);
+  for (int q = 0; q < queries; ++q) in.first.push_back(in.first.back() + 1 + (7 * q + 3) % 5);
+  const int tiles = in.first.back();
+  const auto v = kl::integer_floats(std::size_t(tiles) * 4096, -8, 8, kl::seed_for(queries + 93));
+  std::vector<__half> h(v.size());
+  std::vector<float> tile_sums(tiles, 0.f);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    h[i] = __float2half(v[i]);
+    tile_sums[i / 4096] += v[i];
+  }
+  in.sums.assign(queries, 0.f);
+  for (int q = 0; q < queries; ++q)
+    for (int t = in.first[q]; t < in.first[q + 1]; ++t) in.sums[q] += tile_sums[t];
+  in.d_first.upload(in.first);
+  in.x.upload(h);
+  in.map = lesson09::head_tensor_map(in.x.data(), tiles, 64, 64);
+  return in;
+}
+
+template <class P, int kStages>
+void enqueue_persistent(const PersistentInput& in, int queries, int blocks, unsigned* next, float* sums, int* stuck,
+                        cudaStream_t s) {
+  CUDA_CHECK(cudaMemsetAsync(sums, 0, sizeof(float) * queries, s));
+  CUDA_CHECK(cudaMemsetAsync(next, 0, sizeof(unsigned), s));
+  persistent_sums<P, kStages><<<blocks, 256, 0, s>>>(in.map, queries, in.d_first.data(), next, sums, stuck);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <class P>
+kl::grade::Failure check_persistent_gpu() {
+  for (int stages : {2, 3})
+    for (auto [queries, blocks] : {std::pair{1, 1}, {2, 1}, {5, 1}, {9, 2}, {200, 3}, {1000, 8}}) {
+      const std::string at = std::to_string(stages) + " stages, " + std::to_string(blocks) + " block(s), " +
+                             std::to_string(queries) + " query tiles: ";
+      const PersistentInput in = persistent_input(queries);
+      kl::DeviceBuffer<float> sums(queries);
+      kl::DeviceBuffer<unsigned> next(1);
+      kl::DeviceBuffer<int> stuck(1);
+      CUDA_CHECK(cudaMemset(stuck.data(), 0, sizeof(int)));
+      if (stages == 2) enqueue_persistent<P, 2>(in, queries, blocks, next.data(), sums.data(), stuck.data(), nullptr);
+      else enqueue_persistent<P, 3>(in, queries, blocks, next.data(), sums.data(), stuck.data(), nullptr);
+      CUDA_CHECK(cudaDeviceSynchronize());
+      if (stuck.download(1)[0])
+        return at + "the pipeline stalled (a wait for a phase of a barrier that never completes)";
+      const auto got = sums.download();
+      for (int q = 0; q < queries; ++q)
+        if (got[q] != in.sums[q])
+          return at + "query tile " + std::to_string(q) + " summed to " + kl::grade::num(got[q]) + ", expected " +
+                 kl::grade::num(in.sums[q]) + " (a key tile was read before it landed or after it was overwritten)";
+    }
+  return {};
+}
+
+// 2^13 query tiles (about 24500 key tiles of 8 KiB), 4 blocks a SM, 3 stages; then every sum there, exactly.
+template <class Mine>
+kl::grade::Speed race_persistent() {
+  if (kl::grade::sanitized()) return {};
+  const int queries = 1 << 13, blocks = 4 * kl::sm_count();
+  const PersistentInput in = persistent_input(queries);
+  kl::DeviceBuffer<float> sums(queries);
+  kl::DeviceBuffer<unsigned> next(1);
+  kl::DeviceBuffer<int> stuck(1);
+  CUDA_CHECK(cudaMemset(stuck.data(), 0, sizeof(int)));
+  const auto mine = [&](cudaStream_t s) {
+    enqueue_persistent<Mine, 3>(in, queries, blocks, next.data(), sums.data(), stuck.data(), s);
+  };
+  const auto solution = [&](cudaStream_t s) {
+    enqueue_persistent<Persistent<struct solution_tag>, 3>(in, queries, blocks, next.data(), sums.data(),
+                                                           stuck.data(), s);
+  };
+  return kl::grade::race(mine, solution, [&] {
+    const kl::grade::Failure f = kl::grade::same_as_solution(mine, solution, sums, 0, 0);
+    return f.empty() ? f : "2^13 query tiles: the sum of " + f;
+  });
+}
+
 // ---- 09.2: step 5's softmax -----------------------------------------------------------------------------
 
 template <class Ns>
@@ -305,10 +493,31 @@ TEST_CASE("exercise 09.1 [cpu]: ring_slot gives the slot and the parities of eve
     }
 }
 
+TEST_CASE("exercise 09.3 [cpu]: persistent_slot continues the ring from one query tile to the next") {
+  for (int stages = 1; stages <= 4; ++stages)
+    for (int n = 0; n < 6; ++n)
+      for (int before : {n, 2 * n + 1, 5 * n})
+        for (int kt = 0; kt < 12; ++kt) {
+          const auto got = graded::persistent_slot(n, before, kt, stages);
+          const int t = before + kt, round = t / stages;
+          INFO("key tile " << kt << " of query tile " << n << " after " << before << " key tiles, " << stages
+                           << " stages (the block's tile " << t << " through the ring)");
+          CHECK(got.stage == t % stages);
+          CHECK(got.full_parity == round % 2);
+          CHECK(got.empty_parity == (round + 1) % 2);
+        }
+}
+
 TEST_SUITE("gpu") {
   TEST_CASE("exercise 09.1: the ring of a TMA pipeline, 2 and 3 stages") {
     if (!lesson09::hopper_available()) return kl::grade::not_graded("09.1", lesson09::hopper_missing());
     kl::grade::verdict("09.1", check_ring_gpu<Ring<struct graded_tag>>(), race_ring<Ring<struct graded_tag>>());
+  }
+
+  TEST_CASE("exercise 09.3: the ring of a persistent pipeline across query tiles, 2 and 3 stages") {
+    if (!lesson09::hopper_available()) return kl::grade::not_graded("09.3", lesson09::hopper_missing());
+    kl::grade::verdict("09.3", check_persistent_gpu<Persistent<struct graded_tag>>(),
+                       race_persistent<Persistent<struct graded_tag>>());
   }
 
   TEST_CASE("exercise 09.2: step 5's deferred softmax") {
@@ -321,6 +530,12 @@ TEST_SUITE("gpu") {
     if (!lesson09::hopper_available()) return kl::grade::not_graded("09.1", lesson09::hopper_missing());
     kl::grade::wrong_variant("09.1", "same_parity", kl::grade::Fails::check, check_ring_gpu<Ring<struct same_parity_tag>>(),
                              {});
+  }
+
+  TEST_CASE("wrong 09.3: a round of its own for every query tile loses the ring's phases") {
+    if (!lesson09::hopper_available()) return kl::grade::not_graded("09.3", lesson09::hopper_missing());
+    kl::grade::wrong_variant("09.3", "round_per_query_tile", kl::grade::Fails::check,
+                             check_persistent_gpu<Persistent<struct round_per_query_tile_tag>>(), {});
   }
 
   TEST_CASE("wrong 09.2: a running sum that is not rescaled") {
