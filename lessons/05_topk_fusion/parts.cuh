@@ -710,13 +710,21 @@ __device__ __forceinline__ kl::MaxSum block_stats(float m, float s, RadixShared&
   return {m, s};
 }
 
-// Warp 0 writes the row's answer: the winners (at most 64, empty slots 0) sorted largest first in
-// registers, rank r in lane r % 32 (first, second as write_winners takes them); then their probabilities.
-__device__ void write_radix_best(const RadixShared& sh, int k, kl::MaxSum ms, float* prob, int* idx) {
+// In warp 0: the block's winners (at most 64, empty slots 0) sorted largest first in registers, rank r
+// in lane r % 32, in v[r / 32].
+__device__ __forceinline__ void sorted_winners(const RadixShared& sh, Key (&v)[2]) {
   const int lane = threadIdx.x;
-  Key v[2] = {lane < sh.count ? sh.best[lane] : 0, lane + 32 < sh.count ? sh.best[lane + 32] : 0};
+  v[0] = lane < sh.count ? sh.best[lane] : 0;
+  v[1] = lane + 32 < sh.count ? sh.best[lane + 32] : 0;
   warp_sort_registers(v, lane);
-  write_winners(v[0], v[1], k, lane, ms.m, ms.s, prob, idx);
+}
+
+// Warp 0 writes the row's answer: the sorted winners (first, second as write_winners takes them),
+// then their probabilities.
+__device__ void write_radix_best(const RadixShared& sh, int k, kl::MaxSum ms, float* prob, int* idx) {
+  Key v[2];
+  sorted_winners(sh, v);
+  write_winners(v[0], v[1], k, static_cast<int>(threadIdx.x), ms.m, ms.s, prob, idx);
 }
 
 }  // namespace lesson05

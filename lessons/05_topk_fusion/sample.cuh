@@ -8,7 +8,6 @@
 #pragma once
 #include <curand_kernel.h>
 
-#include <algorithm>
 #include <cstdint>
 
 #include "common/buffer.cuh"
@@ -98,8 +97,8 @@ __global__ void __launch_bounds__(kBlockThreads)
   select_slices_best(part_keys, row, slices, k, sh);
   if (threadIdx.x >= 32) return;
   const int lane = threadIdx.x;
-  Key best[2] = {lane < sh.count ? sh.best[lane] : 0, lane + 32 < sh.count ? sh.best[lane + 32] : 0};
-  warp_sort_registers(best, lane);
+  Key best[2];
+  sorted_winners(sh, best);
   int id[2];
   float v[2];
 #pragma unroll
@@ -131,7 +130,7 @@ void sample(const T* x, int* tokens, std::int64_t rows, int vocab, const SampleP
   ws.prob.resize(winners);  // grows only
   ws.idx.resize(winners);
   const Problem p{x, ws.prob.data(), ws.idx.data(), rows, vocab, sp.top_k, dtype_of<T>()};
-  const int slices = std::min(radix_slices(vocab, sp.top_k), radix_chunks(vocab));
+  const int slices = radix_slices(vocab, sp.top_k);  // at most one a chunk
   if (chosen_step(p) == 8 && slices > 1) {
     launch_radix_slices<T>(p, slices, ws.topk, s);
     sample_radix_merge<<<static_cast<unsigned>(rows), kBlockThreads, 0, s>>>(

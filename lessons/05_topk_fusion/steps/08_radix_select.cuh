@@ -95,9 +95,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   if (t < 32) write_radix_best(sh, k, ms, prob + row * k, idx + row * k);
 }
 
-// Launches topk_radix_slices on `slices` slices of every row (at most one a chunk) and, with more
-// than one, the merge. The test also runs other slice counts than radix_slices': slices of several
-// chunks, and merges of several chunks of keys.
+// Launches topk_radix_slices on `used` slices of every row (at most one a chunk), their scratch sized first.
 template <class T>
 void launch_radix_slices(const Problem& p, int used, Workspace& ws, cudaStream_t s) {
   if (used > 1) {
@@ -109,6 +107,9 @@ void launch_radix_slices(const Problem& p, int used, Workspace& ws, cudaStream_t
   CUDA_CHECK_LAUNCH();
 }
 
+// Step 8 on `slices` slices of every row (at most one a chunk) and, with more than one, the merge. The
+// test also runs other slice counts than radix_slices': slices of several chunks, and merges of several
+// chunks of keys.
 template <class T>
 void run_radix(const Problem& p, int slices, Workspace& ws, cudaStream_t s) {
   const int used = std::min(slices, radix_chunks(p.vocab));
