@@ -43,15 +43,14 @@ using lesson07::launch_library;
 // ---- the dispatcher ---------------------------------------------------------------------------------------
 
 // The step attention() runs (a number of the table below), from the H100 sweep (results/h100/lesson09.csv):
-// step 7 at D = 128 at every S (within 3 % of the best step), at D = 64 from S = 4096 (causal: to 8192; at
-// 16384 step 6, 4-5 % faster in two runs); below, step 6 at S = 2048 (not causal) and step 3, whose two
-// blocks of 256 threads per SM keep more warps computing on rows of few key tiles. Step 1 where this
-// process has no sm_90a code for the GPU.
+// step 7 at D = 128 at every S, and at D = 64 from S = 2048; causal at D = 64, step 6 from S = 8192 and
+// step 3 below (causal rows of few key tiles: step 3's two blocks of 256 threads per SM keep more warps
+// computing); step 3 at D = 64 below S = 2048. Step 1 where this process has no sm_90a code for the GPU.
 inline int choose_step(int dim, bool causal, int seq, bool hopper) {
   if (!hopper) return 1;
   if (dim == 128) return 7;
-  if (causal) return seq >= 16384 ? 6 : seq >= 4096 ? 7 : 3;
-  return seq >= 4096 ? 7 : seq >= 2048 ? 6 : 3;
+  if (causal) return seq >= 8192 ? 6 : 3;
+  return seq >= 2048 ? 7 : 3;
 }
 
 // attention(): the chosen step's launcher (steps 2-7 are hopper_steps()[0 ... 5]).

@@ -113,20 +113,46 @@ __device__ __forceinline__ void online_softmax_wgmma(float (&s)[32], float (&m)[
   }
 }
 
-// O / l for rows g and g + 8 to f16; the lanes of a quad hold partial sums of the same rows.
-template <int D>
-__device__ __forceinline__ void store_output_wgmma(__half* o_head, const float (&o)[D / 2], float (&l)[2], int row,
-                                                   int t, int seq) {
+// 1 / l for rows g and g + 8: the lanes of a quad hold partial sums of the same rows. One division a
+// row, then a multiply per element (a division is a dozen instructions with its special cases).
+__device__ __forceinline__ void inverse_row_sums(const float (&l)[2], float (&r)[2]) {
   for (int h = 0; h < 2; ++h) {
-    l[h] += __shfl_xor_sync(kl::kFullMask, l[h], 1);
-    l[h] += __shfl_xor_sync(kl::kFullMask, l[h], 2);
+    float sum = l[h] + __shfl_xor_sync(kl::kFullMask, l[h], 1);
+    sum += __shfl_xor_sync(kl::kFullMask, sum, 2);
+    r[h] = 1.0f / sum;
   }
-  for (int h = 0; h < 2; ++h) {
-    if (row + 8 * h >= seq) continue;
-    auto* out = reinterpret_cast<std::uint32_t*>(o_head + static_cast<std::int64_t>(row + 8 * h) * D);
+}
+
+// O / l for rows g and g + 8 to f16, straight from the registers to global memory. Lane t of a quad
+// holds columns 8j + 2t, 8j + 2t + 1; the four lanes trade pairs (a 4 x 4 transpose in two shuffle rounds)
+// so that lane t holds the 8 columns of j = 4q + t: one 16-byte store where there were four 4-byte ones,
+// a quarter of the store instructions the memory pipeline must take.
+template <int D>
+__device__ __forceinline__ void store_output_wgmma(__half* o_head, const float (&o)[D / 2], const float (&l)[2],
+                                                   int row, int t, int seq) {
+  float r[2];
+  inverse_row_sums(l, r);
 #pragma unroll
-    for (int j = 0; j < D / 8; ++j)
-      out[4 * j + t] = kl::pack_half2(o[4 * j + 2 * h] / l[h], o[4 * j + 2 * h + 1] / l[h]);
+  for (int h = 0; h < 2; ++h) {
+#pragma unroll
+    for (int q = 0; q < D / 32; ++q) {
+      std::uint32_t a[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        a[i] = kl::pack_half2(o[16 * q + 4 * i + 2 * h] * r[h], o[16 * q + 4 * i + 2 * h + 1] * r[h]);
+#pragma unroll
+      for (int m = 1; m <= 2; m *= 2)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          if (i & m) continue;  // the pair (i, i + m): lanes with bit m of t clear keep i, the others i + m
+          const std::uint32_t got = __shfl_xor_sync(kl::kFullMask, (t & m) ? a[i] : a[i | m], m);
+          if (t & m) a[i] = got;
+          else a[i | m] = got;
+        }
+      if (row + 8 * h < seq)
+        *reinterpret_cast<uint4*>(o_head + static_cast<std::int64_t>(row + 8 * h) * D + 8 * (4 * q + t)) =
+            make_uint4(a[0], a[1], a[2], a[3]);
+    }
   }
 }
 
@@ -335,29 +361,37 @@ struct WideSmem {
 static_assert(WideSmem<128>::kBytes + 1024 <= 227 * 1024,
               "a block's shared memory on sm_90 (with the 1 KiB alignment)");
 
-// Step 4's producer with 128-key boxes (one TMA per 64-column panel of K and of V). Key tile t goes to
-// stage (it + t) % kWideStages: `it` counts the key tiles the block loaded before this query tile (step 7).
+// Step 4's producer with 128-key boxes (one TMA per 64-column panel), in two parts that step 7 issues in
+// another order: Q of every group on Q's barrier, and key tile t of K and V into stage `it` % kWideStages
+// once the groups have released it (`it` counts the key tiles the block loaded before, from step 7 on).
 template <int D>
-__device__ __forceinline__ void produce_wide(unsigned char* smem, const TmaMaps& maps, int q0, int head, int nk,
-                                             int it = 0) {
+__device__ __forceinline__ void load_q_wide(unsigned char* smem, const TmaMaps& maps, int q0, int head) {
   using L = WideSmem<D>;
-  auto* full = reinterpret_cast<std::uint64_t*>(smem + L::kBars);
-  auto* empty = reinterpret_cast<std::uint64_t*>(smem + L::kEmpty);
-  kl::mbarrier_arrive_expect_tx(full + kWideStages, L::kGroups * L::kQTile);
+  auto* q_full = reinterpret_cast<std::uint64_t*>(smem + L::kBars) + kWideStages;
+  kl::mbarrier_arrive_expect_tx(q_full, L::kGroups * L::kQTile);
   for (int gr = 0; gr < L::kGroups; ++gr)
     for (int pn = 0; pn < L::kPanels; ++pn)
       kl::tma_load_3d(smem + L::kQ + gr * L::kQTile + pn * 64 * kl::kRowBytes, &maps.q, 64 * pn, q0 + 64 * gr, head,
-                      full + kWideStages);
-  for (int t = 0; t < nk; ++t) {
-    const int stage = (it + t) % kWideStages;
-    kl::mbarrier_wait(empty + stage, ((it + t) / kWideStages + 1) % 2);
-    kl::mbarrier_arrive_expect_tx(full + stage, 2 * L::kTile);
-    for (int pn = 0; pn < L::kPanels; ++pn) {
-      const int off = stage * L::kTile + pn * L::kPanelBytes;
-      kl::tma_load_3d(smem + L::kK + off, &maps.k, 64 * pn, t * kWideBc, head, full + stage);
-      kl::tma_load_3d(smem + L::kV + off, &maps.v, 64 * pn, t * kWideBc, head, full + stage);
-    }
+                      q_full);
+}
+template <int D>
+__device__ __forceinline__ void load_kv_wide(unsigned char* smem, const TmaMaps& maps, int t, int head, int it) {
+  using L = WideSmem<D>;
+  auto* full = reinterpret_cast<std::uint64_t*>(smem + L::kBars);
+  auto* empty = reinterpret_cast<std::uint64_t*>(smem + L::kEmpty);
+  const int stage = it % kWideStages;
+  kl::mbarrier_wait(empty + stage, (it / kWideStages + 1) % 2);
+  kl::mbarrier_arrive_expect_tx(full + stage, 2 * L::kTile);
+  for (int pn = 0; pn < L::kPanels; ++pn) {
+    const int off = stage * L::kTile + pn * L::kPanelBytes;
+    kl::tma_load_3d(smem + L::kK + off, &maps.k, 64 * pn, t * kWideBc, head, full + stage);
+    kl::tma_load_3d(smem + L::kV + off, &maps.v, 64 * pn, t * kWideBc, head, full + stage);
   }
+}
+template <int D>
+__device__ __forceinline__ void produce_wide(unsigned char* smem, const TmaMaps& maps, int q0, int head, int nk) {
+  load_q_wide<D>(smem, maps, q0, head);
+  for (int t = 0; t < nk; ++t) load_kv_wide<D>(smem, maps, t, head, t);
 }
 
 // Q in 64-row boxes, K and V in 128-row boxes.

@@ -134,21 +134,15 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "the dispatcher: step 7 at D = 128 and at D = 64 from S = 4096 (causal: step 6 from 16384); below, step 6 at "
-    "S = 2048 (not causal), else step 3; step 1 without sm_90a") {
+    "the dispatcher: step 7 at D = 128 and at D = 64 from S = 2048; causal at D = 64 step 6 from S = 8192; else "
+    "step 3; step 1 without sm_90a") {
   using lesson09::choose_step;
   for (int s : {1, 128, 4096, 16384})
     for (bool causal : {false, true}) CHECK(choose_step(128, causal, s, true) == 7);
-  for (bool causal : {false, true}) {
-    CHECK(choose_step(64, causal, 4096, true) == 7);
-    CHECK(choose_step(64, causal, 2047, true) == 3);
-  }
-  CHECK(choose_step(64, false, 16384, true) == 7);
-  CHECK(choose_step(64, true, 16383, true) == 7);
-  CHECK(choose_step(64, true, 16384, true) == 6);
-  CHECK(choose_step(64, false, 2048, true) == 6);
-  CHECK(choose_step(64, true, 2048, true) == 3);
-  CHECK(choose_step(64, false, 4095, true) == 6);
+  for (int s : {2048, 4096, 16384}) CHECK(choose_step(64, false, s, true) == 7);
+  for (int s : {1, 1024, 2047}) CHECK(choose_step(64, false, s, true) == 3);
+  for (int s : {8192, 16384}) CHECK(choose_step(64, true, s, true) == 6);
+  for (int s : {1, 2048, 4096, 8191}) CHECK(choose_step(64, true, s, true) == 3);
   for (int d : {64, 128})
     for (bool causal : {false, true}) CHECK(choose_step(d, causal, 4096, false) == 1);
   // the steps it names are the table's steps 1, 3, 6 and 7

@@ -1,8 +1,7 @@
-// Lesson 09, step 7: one block per SM, walking query tiles until none is left. A block of step 6 pays a
-// prologue (its barriers, Q's load, the first K and V tile's latency) and an epilogue (O's store) with
-// nothing else on its SM; here the producer loads the next tile's Q, K and V while the consumer groups
-// finish their last P·V and store O. The next tile comes from a counter every block's producer draws from,
-// in step 6's order, so that blocks share causal tiles of unequal length as step 6's blocks do. Needs sm_90a.
+// Lesson 09, step 7 (sm_90a): one block per SM, walking query tiles until none is left. Step 6's blocks pay
+// a prologue (barriers, Q's load, the first K/V tile's latency) and an epilogue (O's store) with nothing else
+// on their SM; here the producer loads the next tile's Q, K and V while the groups finish P·V and store O.
+// Tiles come from a counter all blocks draw from, in step 6's order, so blocks share unequal causal tiles.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -12,9 +11,8 @@
 
 namespace lesson09 {
 
-// Step 6's shared memory, one more barrier and the number of the block's current tile. Q's "empty"
-// barrier: every consumer thread arrives on it once its group's last S = Q·Kᵀ of a tile is done, and the
-// producer waits on it before drawing the next tile and loading its Q.
+// Step 6's shared memory, the number of the block's tile and Q's "empty" barrier (every consumer thread
+// arrives on it once its group's last S = Q·Kᵀ of a tile is done).
 template <int D>
 struct PersistentSmem : WideSmem<D> {
   static constexpr int kQEmpty = WideSmem<D>::kBytes, kTileNo = kQEmpty + 8, kBytes = kTileNo + 8;
@@ -25,9 +23,9 @@ static_assert(PersistentSmem<128>::kBytes + 1024 <= 227 * 1024, "a block's share
 __device__ unsigned next_query_tile;
 
 // Step 6's kernel in a loop over the tiles the producer draws (lesson07::flash_tile's order: each head's
-// tiles, the longest causal tile first). It writes the tile's number into shared memory before the
-// arrival on Q's barrier that the groups wait on; a number past the last tile tells them to stop. The
-// stages and their phases run on from tile to tile: `it` counts the key tiles consumed before.
+// tiles, the longest causal first), the next as soon as this one's loads are issued: the atomic's round
+// trip is not waited for between tiles. Q waits until every group's last S of the tile before is done; the
+// tile's number goes to shared memory before the arrival on Q's barrier (past the last tile: stop).
 template <int D, bool kCausal>
 __global__ void __launch_bounds__(WideSmem<D>::kThreads, 1)
     flash_persistent(Problem p, const __grid_constant__ TmaMaps maps) {
@@ -43,23 +41,27 @@ __global__ void __launch_bounds__(WideSmem<D>::kThreads, 1)
   auto key_tiles = [&](int q0) { return kCausal ? min(all, (q0 + L::kBr + kWideBc - 1) / kWideBc) : all; };
   if (threadIdx.x == 0) kl::mbarrier_init(q_empty, L::kGroups * 128);
   init_ws_barriers<kWideStages, L::kGroups>(full, empty);
-  int it = 0;
+  int it = 0;  // key tiles loaded (producer) or consumed (groups) before this query tile
   if (threadIdx.x < 128) {
     kl::setmaxnreg_dec<kProducerRegs>();
     if (threadIdx.x != 0) return;
-    for (int n = 0;; ++n) {
+    for (unsigned n = 0, tile = atomicAdd(&next_query_tile, 1u);; ++n) {
+      std::int64_t head = 0;
+      int q0 = 0;
+      if (tile < tiles) {  // its first K and V, into a stage the groups have released
+        lesson07::flash_tile(p, L::kBr, tile, head, q0);
+        load_kv_wide<D>(smem, maps, 0, static_cast<int>(head), it);
+      }
       kl::mbarrier_wait(q_empty, (n + 1) % 2);  // the groups are done with the previous tile's Q and number
-      const unsigned tile = atomicAdd(&next_query_tile, 1u);
       *tile_no = tile;
       if (tile >= tiles) {
         kl::mbarrier_arrive(full + kWideStages);  // no tile left: the groups wake, read it and stop
         return;
       }
-      std::int64_t head;
-      int q0;
-      lesson07::flash_tile(p, L::kBr, tile, head, q0);
-      produce_wide<D>(smem, maps, q0, static_cast<int>(head), key_tiles(q0), it);
+      load_q_wide<D>(smem, maps, q0, static_cast<int>(head));
+      for (int kt = 1; kt < key_tiles(q0); ++kt) load_kv_wide<D>(smem, maps, kt, static_cast<int>(head), it + kt);
       it += key_tiles(q0);
+      tile = atomicAdd(&next_query_tile, 1u);
     }
   }
   kl::setmaxnreg_inc<L::kConsumerRegs>();
@@ -77,7 +79,6 @@ __global__ void __launch_bounds__(WideSmem<D>::kThreads, 1)
     const int nk = key_tiles(q0);
     auto stage = [&](int kt) { return (it + kt) % kWideStages; };
     auto phase = [&](int kt) { return (it + kt) / kWideStages % 2; };
-    kl::mbarrier_wait(full + kWideStages, n % 2);
     const int row = q0 + 64 * group + 16 * w + g, first_row = q0 + 64 * group;
     const int mine = kCausal ? min(nk, (first_row + 64 + kWideBc - 1) / kWideBc) : nk;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0, 0}, alpha[2];
@@ -127,8 +128,7 @@ __global__ void __launch_bounds__(WideSmem<D>::kThreads, 1)
   }
 }
 
-// As many blocks as SMs (one fits an SM), or as query tiles where there are fewer; the counter zeroed
-// first, on the same stream (a CUDA graph captures both).
+// A block per SM (or per query tile, if fewer); the counter zeroed first on the stream (a graph captures both).
 template <int D, bool kCausal>
 void launch_persistent_as(const Problem& p, cudaStream_t s) {
   using L = PersistentSmem<D>;
