@@ -303,9 +303,10 @@ def wide_tiles_timeline(path, tiles=6, stages=3):
 def persistent_timeline(path):
     """Steps 6 and 7 of lesson 09 on one SM, two query tiles of 4 key tiles each (schematic). Step 6: a
     block per tile, so the second block's start (launch, barriers, Q's and the first K/V's loads) waits
-    for the first block's end (the last P·V, O's store). Step 7 (steps/07_persistent.cuh): the groups
-    arrive on Q's empty barrier after their last S; the producer draws the next tile, loads its Q, and
-    its K/V stages run on, so tile 1's data has landed when the groups finish tile 0's store."""
+    for the first block's end (the last P·V, O's store). Step 7 (steps/07_persistent.cuh): the producer
+    draws the next tile once this one's loads are issued and loads its first K/V as soon as a stage is
+    free; the groups arrive on Q's empty barrier after their last S and the next Q loads, so tile 1's data
+    has landed when the groups finish tile 0's store."""
     load, landing, gemm, soft, fixed, store = "#fdae6b", "#fee6ce", "#bcbddc", "#a1d99b", "0.75", "#9ecae1"
     k = 4  # key tiles a query tile
 
@@ -322,22 +323,25 @@ def persistent_timeline(path):
         bars_b, t = query_tile(t + 1.5, b)
         items += bars_b
     rows = [("step 6, one block a tile: TMA", lands), ("step 6: consumer groups", items)]
-    # step 7: one block; tile 1's Q loads once the groups' last S of tile 0 is done, its K/V as stages free
+    # step 7: one block; tile 1's first K/V loads as a stage frees, its Q once the groups' last S of tile 0
+    # is done, its other K/V as stages free
     last_s = 1.5 + (k - 1) + 0.45
     tile0, t = query_tile(1.5, 0)
     tile1, _ = query_tile(t, 1)
     rows += [("step 7, one block walking tiles: producer",
               [(0.0, 0.6, "start", fixed), (0.6, 0.3, "Q0", load)]
               + [(0.9 + 0.2 * i, 0.2, f"{i}", load) for i in range(3)]
-              + [(last_s, 0.3, "Q1", load), (last_s + 0.3, 0.3, "1.0", load), (last_s + 0.6, 0.3, "1.1", load)]),
-             ("step 7: TMA", [(0.6, 0.9, "Q0, K/V0,0 land", landing), (last_s + 0.3, 0.9, "Q1, K/V1,0 land", landing)]),
+              + [(2.5, 0.2, "3", load), (3.5, 0.3, "1.0", load), (last_s, 0.3, "Q1", load),
+                 (last_s + 0.3, 0.3, "1.1", load)]),
+             ("step 7: TMA", [(0.6, 0.9, "Q0, K/V0,0 land", landing), (3.5, 0.9, "K/V1,0 lands", landing),
+                              (last_s, 0.9, "Q1 lands", landing)]),
              ("step 7: consumer groups", tile0 + tile1),
              ("step 7: Q's empty barrier", [(last_s - 0.05, 0.1, "", soft), (last_s + k + 0.85, 0.1, "", soft)])]
     return timeline(path, rows, 13.5,
                     "time (schematic, not to scale); 4 key tiles a query tile; store: the last P·V, then O",
                     "Lesson 09, step 7: the next tile's loads under the end of this one",
                     note="green tick: the groups' last S = Q·Kᵀ of a tile is done; they arrive on Q's empty "
-                    "barrier, and the producer loads the next tile's Q and K/V while they finish.")
+                    "barrier, and the producer loads the next tile's Q (its first K/V went when a stage freed).")
 
 FIGURES = [("06_tiled_gemm", "tiling.png", tiling), ("07_wmma_attention", "mma_fragments.png", mma_fragments),
            ("09_hopper_attention", "swizzle_descriptor.png", swizzle_descriptor),
