@@ -125,8 +125,8 @@ __device__ __forceinline__ void inverse_row_sums(const float (&l)[2], float (&r)
 
 // O / l for rows g and g + 8 to f16, straight from the registers to global memory. Lane t of a quad
 // holds columns 8j + 2t, 8j + 2t + 1; the four lanes trade pairs (a 4 x 4 transpose in two shuffle rounds)
-// so that lane t holds the 8 columns of j = 4q + t: one 16-byte store where there were four 4-byte ones,
-// a quarter of the store instructions the memory pipeline must take.
+// so that lane t holds the 8 columns of j = 4q + t: one 16-byte store instead of four 4-byte ones, a
+// quarter of the store instructions for the memory pipeline.
 template <int D>
 __device__ __forceinline__ void store_output_wgmma(__half* o_head, const float (&o)[D / 2], const float (&l)[2],
                                                    int row, int t, int seq) {
