@@ -135,6 +135,20 @@ __global__ void __launch_bounds__(256) ring_sums(const __grid_constant__ CUtenso
 }
 
 // Whole numbers in [-8, 8]: every tile's sum is exact in f32, in any order.
+// After a run of a pipeline harness: "" when it neither stalled nor got a sum wrong, else what went
+// wrong, after `at` (where: stages, blocks, tiles); `item` names a summed unit, `read` what was misread.
+std::string run_verdict(const std::string& at, const kl::DeviceBuffer<int>& stuck, const kl::DeviceBuffer<float>& sums,
+                        const std::vector<float>& want, const std::string& item, const std::string& read) {
+  CUDA_CHECK(cudaDeviceSynchronize());
+  if (stuck.download(1)[0]) return at + "the pipeline stalled (a wait for a phase of a barrier that never completes)";
+  const auto got = sums.download();
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (got[i] != want[i])
+      return at + item + std::to_string(i) + " summed to " + kl::grade::num(got[i]) + ", expected " +
+             kl::grade::num(want[i]) + " (" + read + " read before it landed or after it was overwritten)";
+  return {};
+}
+
 struct RingInput {
   std::vector<float> sums;
   kl::DeviceBuffer<__half> x;
@@ -173,14 +187,7 @@ kl::grade::Failure check_ring_gpu() {
       CUDA_CHECK(cudaMemset(stuck.data(), 0, sizeof(int)));
       if (stages == 2) enqueue_ring<R, 2>(in, tiles, blocks, sums.data(), stuck.data(), nullptr);
       else enqueue_ring<R, 3>(in, tiles, blocks, sums.data(), stuck.data(), nullptr);
-      CUDA_CHECK(cudaDeviceSynchronize());
-      if (stuck.download(1)[0])
-        return at + "the pipeline stalled (a wait for a phase of a barrier that never completes)";
-      const auto got = sums.download();
-      for (int t = 0; t < tiles; ++t)
-        if (got[t] != in.sums[t])
-          return at + "tile " + std::to_string(t) + " summed to " + kl::grade::num(got[t]) + ", expected " +
-                 kl::grade::num(in.sums[t]) + " (it was read before it landed or after it was overwritten)";
+      if (std::string why = run_verdict(at, stuck, sums, in.sums, "tile ", "it was"); !why.empty()) return why;
     }
   return {};
 }
@@ -350,14 +357,8 @@ kl::grade::Failure check_persistent_gpu() {
       CUDA_CHECK(cudaMemset(stuck.data(), 0, sizeof(int)));
       if (stages == 2) enqueue_persistent<P, 2>(in, queries, blocks, next.data(), sums.data(), stuck.data(), nullptr);
       else enqueue_persistent<P, 3>(in, queries, blocks, next.data(), sums.data(), stuck.data(), nullptr);
-      CUDA_CHECK(cudaDeviceSynchronize());
-      if (stuck.download(1)[0])
-        return at + "the pipeline stalled (a wait for a phase of a barrier that never completes)";
-      const auto got = sums.download();
-      for (int q = 0; q < queries; ++q)
-        if (got[q] != in.sums[q])
-          return at + "query tile " + std::to_string(q) + " summed to " + kl::grade::num(got[q]) + ", expected " +
-                 kl::grade::num(in.sums[q]) + " (a key tile was read before it landed or after it was overwritten)";
+      if (std::string why = run_verdict(at, stuck, sums, in.sums, "query tile ", "a key tile was"); !why.empty())
+        return why;
     }
   return {};
 }

@@ -614,8 +614,8 @@ __device__ Key rank_threshold(const Key (&keys)[N], Key prefix, int shift, Radix
 
 // The threshold of the block's k best keys: exactly min(k, non-empty keys) are >= it (key 0, empty,
 // is never counted). Pass by pass from the top 8 bits, each key that matches the prefix adds its next
-// digit to a histogram in shared memory, one atomicAdd a key (adding once per digit a warp, after a
-// __match_any_sync, was slower: NOTES.md), and warp 0 finds the bin of the k-th key, counting
+// digit to a histogram in shared memory, one atomicAdd a key (cheaper here than grouping a warp's equal
+// digits by __match_any_sync first: NOTES.md), and warp 0 finds the bin of the k-th key, counting
 // from the top. It stops when that bin holds just the keys still needed (the keys are distinct, so by
 // the 8th pass), or few enough to rank.
 template <int N>

@@ -114,7 +114,7 @@ __device__ __forceinline__ void online_softmax_wgmma(float (&s)[32], float (&m)[
 }
 
 // 1 / l for rows g and g + 8: the lanes of a quad hold partial sums of the same rows. One division a
-// row, then a multiply per element (a division is a dozen instructions with its special cases).
+// row, then a multiply per element (a division is a reciprocal, its refinement and a slow-path check).
 __device__ __forceinline__ void inverse_row_sums(const float (&l)[2], float (&r)[2]) {
   for (int h = 0; h < 2; ++h) {
     float sum = l[h] + __shfl_xor_sync(kl::kFullMask, l[h], 1);

@@ -22,10 +22,9 @@ static_assert(PersistentSmem<128>::kBytes + 1024 <= 227 * 1024, "a block's share
 // The tiles drawn so far, set to 0 before every launch (one launch at a time on this device).
 __device__ unsigned next_query_tile;
 
-// Step 6's kernel in a loop over the tiles the producer draws (lesson07::flash_tile's order: each head's
-// tiles, the longest causal first), the next as soon as this one's loads are issued: the atomic's round
-// trip is not waited for between tiles. Q waits until every group's last S of the tile before is done; the
-// tile's number goes to shared memory before the arrival on Q's barrier (past the last tile: stop).
+// Step 6's kernel in a loop over the tiles the producer draws (flash_tile's order: each head's tiles, the
+// longest causal first), the next once this one's loads are issued (its atomic is not waited for between
+// tiles). Q waits for every group's last S of the tile before; the tile's number comes with Q's barrier.
 template <int D, bool kCausal>
 __global__ void __launch_bounds__(WideSmem<D>::kThreads, 1)
     flash_persistent(Problem p, const __grid_constant__ TmaMaps maps) {
@@ -59,8 +58,9 @@ __global__ void __launch_bounds__(WideSmem<D>::kThreads, 1)
         return;
       }
       load_q_wide<D>(smem, maps, q0, static_cast<int>(head));
-      for (int kt = 1; kt < key_tiles(q0); ++kt) load_kv_wide<D>(smem, maps, kt, static_cast<int>(head), it + kt);
-      it += key_tiles(q0);
+      const int nk = key_tiles(q0);
+      for (int kt = 1; kt < nk; ++kt) load_kv_wide<D>(smem, maps, kt, static_cast<int>(head), it + kt);
+      it += nk;
       tile = atomicAdd(&next_query_tile, 1u);
     }
   }
