@@ -1,9 +1,11 @@
-// Exercise 05.3: the end of step 7 — a row per group of lanes, for the short rows of MoE routing.
+// Exercise 05.3: step 7's group of lanes per row, for the short rows of MoE routing, in a streaming form.
 //
 // A warp per row of 8 logits leaves 24 of its lanes idle. Step 7 gives each row a group of G lanes,
 // the fewest (a power of two, at most 32) that hold at most 8 logits each, so that a warp serves
 // 32 / G rows: a thread per row at V <= 8, 8 lanes for a row of 64. The kernel below is given: each
-// lane folds its logits into its (max, sum) and its sorted list of KC keys, as in step 2. You write
+// lane folds its logits into its (max, sum) and its sorted list of KC keys, as in step 2 (step 7
+// itself loads a lane's 8 logits at once and sorts them in registers; the group's end is the same
+// idea: a (max, sum) over the group, then k rounds of the group's best list head). You write
 // group_finish, the row's (m, s) and its k winners. As written, lane 0 of a group writes its own
 // list as the row's: right when a thread holds the whole row (V <= 8), wrong from V = 9 on.
 //
@@ -35,7 +37,7 @@ __device__ __forceinline__ void group_finish(lesson05::Partial<KC>& part, int k,
   (void)lanes;
 }
 
-// Step 7, f32: a row per group of `lanes` lanes (lesson05::lanes_per_row: 1, 2, 4, ..., 32). Lane l of
+// A row per group of `lanes` lanes, f32 (lesson05::lanes_per_row: 1, 2, 4, ..., 32), streamed: lane l of
 // the group folds logits l, l + lanes, ... into its (max, sum) and its list of KC keys, then
 // group_finish writes the row's k (probability, index) pairs, k <= KC. A group past the last row
 // runs empty (live = false), so that its warp stays whole for the shuffles.

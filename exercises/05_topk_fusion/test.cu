@@ -6,7 +6,7 @@
 // per row, 8 rows per block of 256 threads).
 //   05.1 topk_insert, in step 2's kernel topk_warp_per_row;
 //   05.2 topk_warp_vector, step 3: 16-byte loads and an early reject;
-//   05.3 group_finish, in step 7's kernel topk_lanes_per_row (a row per group of lanes, one more
+//   05.3 group_finish, in a streaming form of step 7's topk_lanes_per_row (a row per group of lanes, one more
 //        argument: the group's size), on rows of 1 to 256 logits, raced at 65536 x 8, k = 2.
 // Checked against the float64 reference (indices exactly, probabilities within lesson 05's f32
 // tolerance) for k = 1, 5, 32 (lists of k) and k = 10 (a list of 16, as the lesson runs it) on rows
@@ -76,7 +76,7 @@ void enqueue_topk(TopkKernel kernel, const float* x, std::int64_t rows, int voca
 // Runs one kernel on x (rows x vocab), `offset` floats past a 16-byte boundary, its outputs
 // poisoned with a finite value (0x3C3C3C3C): a NaN probability must be written as NaN, and an
 // output left unwritten shows.
-// Step 7's kernels take the group's size too (lesson05::lanes_per_row of V): a thread per row of the
+// The group-of-lanes kernels take the group's size too (lesson05::lanes_per_row of V): a thread per row of the
 // block's 256 threads when a group is one lane.
 using LanesKernel = void (*)(const float*, std::int64_t, int, int, int, float*, int*);
 

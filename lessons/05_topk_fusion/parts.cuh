@@ -564,6 +564,53 @@ __global__ void __launch_bounds__(kBlockThreads, 4)
   if (lane == 0) part_stats[blockIdx.x] = make_float2(m, s);
 }
 
+// ---- introduced by step 7 (a row in a group's registers) ------------------------------------------
+
+// Sorts a thread's N keys largest first (N a power of two): a bitonic network of compile-time indices,
+// so the keys stay in registers.
+template <int N>
+__device__ __forceinline__ void sort_registers(Key (&keys)[N]) {
+#pragma unroll
+  for (int size = 2; size <= N; size *= 2) {
+#pragma unroll
+    for (int stride = size / 2; stride > 0; stride /= 2) {
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+        const int j = i ^ stride;
+        if (j > i) {  // runs of `size` alternate descending / ascending; the last run is all N, descending
+          const Key a = keys[i], b = keys[j];
+          const bool swap = (i & size) == 0 ? a < b : a > b;
+          keys[i] = swap ? b : a;
+          keys[j] = swap ? a : b;
+        }
+      }
+    }
+  }
+}
+
+// group_max for a whole warp (width 32) on sm_80+: two redux.sync instructions instead of five levels
+// of 64-bit shuffles and compares, the key's high half (the logit) first, then its low half (~index)
+// among the lanes that hold that logit. redux.sync yields one value per warp (a uniform register), so
+// narrower groups, which would take turns, keep the butterfly.
+__device__ __forceinline__ Key group_max_redux(Key key, int width) {
+#if KL_ARCH_AT_LEAST(80)
+  if (width == 32) {
+    const unsigned hi = __reduce_max_sync(kl::kFullMask, static_cast<unsigned>(key >> 32));
+    const unsigned lo =
+        __reduce_max_sync(kl::kFullMask, static_cast<unsigned>(key >> 32) == hi ? static_cast<unsigned>(key) : 0u);
+    return Key{hi} << 32 | lo;
+  }
+#endif
+  return group_max(key, width);
+}
+
+// The sum of v over each aligned group of `width` lanes (a power of two), in every lane of the group:
+// a butterfly whose offsets stay below `width` (the same additions in every lane, so the same result).
+__device__ __forceinline__ float group_sum(float v, int width) {
+  for (int offset = width / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(kl::kFullMask, v, offset);
+  return v;
+}
+
 // ---- introduced by step 8 (a radix select per block) ---------------------------------------------
 
 // A block of 256 threads holds kRadixItems keys a thread: a chunk of 4096 logits (or keys) per select.

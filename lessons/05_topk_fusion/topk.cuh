@@ -10,7 +10,7 @@
 //   4    warp_select            one K-best list per warp: a shared threshold, candidates appended to shared memory
 //   5    block_per_row          a block per row: 8 warps select, warp 0 sorts their lists together
 //   6    split_row              a row split over blocks + a second kernel merging the slices (decode)
-//   7    lanes_per_row          short rows (MoE routing): a row per group of 1-32 lanes, step 2's lists and merge
+//   7    lanes_per_row          short rows (MoE routing): a row in the registers of a group of 1-32 lanes
 //   8    radix_select           decode: slices select their K best by a block radix histogram, a block per row merges
 //   9    dispatch               picks step 2, 3, 4, 5, 7 or 8 by R, V, K and dtype
 #pragma once
@@ -40,10 +40,12 @@ namespace lesson05 {
 
 // A streaming kernel needs about 16 warps per SM, each with two 16-byte loads per lane in flight,
 // to cover the memory latency (H100: ~3.3 TB/s x ~0.8 us = ~2.6 MB in flight, ~20 KB per SM).
-// Rows of at most kTinyRow logits (MoE routing) get a group of lanes sized to the row (step 7: H100,
-// 16384-65536 rows, V = 8 0.18-0.48x the time of step 2, V = 128 0.84-0.90x). Up to kSmallRow a warp
-// per row, 8 logits a lane: 16-bit rows in one 16-byte load a lane (step 3: 0.97x the time of step 2
-// at V = 256, K = 8), f32 rows in two, where step 3's reject never pays (1.03x step 2's time).
+// Rows of at most kTinyRow logits (MoE routing) get a group of lanes sized to the row, which holds it
+// in registers (step 7; H100, 16384-65536 rows: V = 8 0.19-0.50x the time of step 2, V = 128
+// 0.56-0.63x), and so do rows up to kSmallRow when K > kPairK (V = 256, K = 8: 0.58-0.62x; K = 3 and 4
+// also ahead). At K <= 2 a warp streaming the row with its lane lists is ahead (V = 129 and 256, K = 2:
+// step 7 1.03-1.24x step 2's time): 16-bit rows in one 16-byte load a lane (step 3), f32 rows in two
+// (step 2).
 // Long rows: with a warp per row and K <= kLaneK, each lane's own best in registers (step 3); at K = 1
 // step 4's bound makes its threshold the row's max so far, as step 3's, and the two run within 2 %
 // of each other (H100, R = 4096), while at K = 2 step 3 takes up to 1.16x step 4's time. Otherwise the first of step 4
@@ -56,10 +58,12 @@ constexpr int kShortRow = 4096;
 constexpr int kTinyRow = 128;
 constexpr int kSmallRow = 256;
 constexpr int kLaneK = 1;
+constexpr int kPairK = 2;
+static_assert(kSmallRow <= kMaxGroupRow, "the dispatcher sends step 7 only rows its groups hold");
 
 inline int choose_step(std::int64_t rows, int vocab, int k, int sms, Dtype dtype = Dtype::f32) {
   const std::int64_t wanted = std::int64_t{sms} * kWantedWarpsPerSm, enough = wanted / kEnoughShare;
-  if (vocab <= kTinyRow) return 7;
+  if (vocab <= kTinyRow || (vocab <= kSmallRow && k > kPairK)) return 7;
   if (vocab <= kSmallRow) return dtype == Dtype::f32 ? 2 : 3;
   if (rows >= wanted && vocab > kShortRow && k <= kLaneK) return 3;
   if (vocab <= kShortRow || rows >= enough) return 4;
@@ -101,7 +105,8 @@ inline const std::vector<Step> kSteps = {
              Launch{launch_block_per_row, true}),
     kl::step("split_row", "a row split over blocks + a second kernel merging the slices (decode)",
              Launch{launch_split_row, true}),
-    kl::step("lanes_per_row", "short rows (MoE routing): a row per group of 1-32 lanes, step 2's lists and merge",
+    kl::step("lanes_per_row",
+             "short rows (MoE routing): a row in the registers of a group of 1-32 lanes, K rounds of its max",
              Launch{launch_lanes_per_row, true}),
     kl::step("radix_select", "decode: slices select their K best by a block radix histogram, a block per row merges",
              Launch{launch_radix_select, true}),

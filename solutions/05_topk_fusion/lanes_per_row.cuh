@@ -1,4 +1,5 @@
-// Exercise 05.3, solved: the end of step 7 (see exercises/05_topk_fusion for the task).
+// Exercise 05.3, solved: the group's end of a kernel with a row per group of lanes, as in step 7 (see
+// exercises/05_topk_fusion for the task).
 //
 // The group's (m, s) is warp_stats over `lanes` lanes; the winners come out in k rounds of a 64-bit
 // max-butterfly over the group's list heads, and the lane that held a round's winner pops it and
@@ -32,7 +33,7 @@ __device__ __forceinline__ void group_finish(lesson05::Partial<KC>& part, int k,
   (void)lane;
 }
 
-// Step 7, f32: a row per group of `lanes` lanes (lesson05::lanes_per_row: 1, 2, 4, ..., 32). Lane l of
+// A row per group of `lanes` lanes, f32 (lesson05::lanes_per_row: 1, 2, 4, ..., 32), streamed: lane l of
 // the group folds logits l, l + lanes, ... into its (max, sum) and its list of KC keys, then
 // group_finish writes the row's k (probability, index) pairs, k <= KC. A group past the last row
 // runs empty (live = false), so that its warp stays whole for the shuffles.

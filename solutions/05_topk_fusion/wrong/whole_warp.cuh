@@ -33,7 +33,7 @@ __device__ __forceinline__ void group_finish(lesson05::Partial<KC>& part, int k,
 }
 
 // The kernel of the exercise, unchanged.
-// Step 7, f32: a row per group of `lanes` lanes (lesson05::lanes_per_row: 1, 2, 4, ..., 32). Lane l of
+// A row per group of `lanes` lanes, f32 (lesson05::lanes_per_row: 1, 2, 4, ..., 32), streamed: lane l of
 // the group folds logits l, l + lanes, ... into its (max, sum) and its list of KC keys, then
 // group_finish writes the row's k (probability, index) pairs, k <= KC. A group past the last row
 // runs empty (live = false), so that its warp stays whole for the shuffles.
