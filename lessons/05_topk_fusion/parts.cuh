@@ -143,9 +143,10 @@ __device__ __forceinline__ void warp_stats(float& m, float& s, int width = 32) {
 
 // The largest key of each aligned group of `width` lanes (a power of two; 32: the whole warp), in
 // every lane of the group: a max-butterfly whose offsets stay below `width`.
-__device__ __forceinline__ Key group_max(Key key, int width = 32) {
+template <class K>
+__device__ __forceinline__ K group_max(K key, int width = 32) {
   for (int offset = width / 2; offset > 0; offset /= 2) {
-    const Key other = __shfl_xor_sync(kl::kFullMask, key, offset);
+    const K other = __shfl_xor_sync(kl::kFullMask, key, offset);
     key = other > key ? other : key;
   }
   return key;
@@ -153,8 +154,8 @@ __device__ __forceinline__ Key group_max(Key key, int width = 32) {
 
 // Drops the best key of a sorted list: every key moves up one slot and the last slot empties
 // (compile-time indices, so that the list stays in registers).
-template <int KC>
-__device__ __forceinline__ void pop_best(Key (&keys)[KC]) {
+template <class K, int KC>
+__device__ __forceinline__ void pop_best(K (&keys)[KC]) {
 #pragma unroll
   for (int j = 0; j < KC - 1; ++j) keys[j] = keys[j + 1];
   keys[KC - 1] = 0;
@@ -568,8 +569,8 @@ __global__ void __launch_bounds__(kBlockThreads, 4)
 
 // Sorts a thread's N keys largest first (N a power of two): a bitonic network of compile-time indices,
 // so the keys stay in registers.
-template <int N>
-__device__ __forceinline__ void sort_registers(Key (&keys)[N]) {
+template <class K, int N>
+__device__ __forceinline__ void sort_registers(K (&keys)[N]) {
 #pragma unroll
   for (int size = 2; size <= N; size *= 2) {
 #pragma unroll
@@ -578,7 +579,7 @@ __device__ __forceinline__ void sort_registers(Key (&keys)[N]) {
       for (int i = 0; i < N; ++i) {
         const int j = i ^ stride;
         if (j > i) {  // runs of `size` alternate descending / ascending; the last run is all N, descending
-          const Key a = keys[i], b = keys[j];
+          const K a = keys[i], b = keys[j];
           const bool swap = (i & size) == 0 ? a < b : a > b;
           keys[i] = swap ? b : a;
           keys[j] = swap ? a : b;
@@ -600,6 +601,45 @@ __device__ __forceinline__ Key group_max_redux(Key key, int width) {
         __reduce_max_sync(kl::kFullMask, static_cast<unsigned>(key >> 32) == hi ? static_cast<unsigned>(key) : 0u);
     return Key{hi} << 32 | lo;
   }
+#endif
+  return group_max(key, width);
+}
+
+// A 16-bit logit (f16, bf16) and its index in one 32-bit key, ranked as make_key ranks a float: the
+// logit's 16 bits made order-preserving (NaN made 0x7FFF, above +inf; -0 made +0) in the high half,
+// ~index in the low half (rows of at most 65536 logits). One 32-bit compare then ranks two keys, where
+// a 64-bit key takes two; key 0 is empty.
+using Key32 = unsigned;
+
+template <class T>
+__host__ __device__ inline unsigned short bits16(T x) {
+  if constexpr (std::is_same_v<T, __half>) return __half_as_ushort(x);
+  else return __bfloat16_as_ushort(x);
+}
+
+template <class T>
+__host__ __device__ inline Key32 make_key32(float x, int i) {
+  unsigned h = bits16(kl::from_float<T>(x));  // exact: x was read as a T
+  if (x != x) h = 0x7FFFu;
+  if (x == 0.f) h = 0;
+  h = (h & 0x8000u) ? (~h & 0xFFFFu) : (h | 0x8000u);
+  return h << 16 | (0xFFFFu - static_cast<unsigned>(i));
+}
+
+template <class T>
+__host__ __device__ inline float key32_value(Key32 key) {
+  unsigned h = key >> 16;
+  h = (h & 0x8000u) ? (h & 0x7FFFu) : (~h & 0xFFFFu);
+  if constexpr (std::is_same_v<T, __half>) return __half2float(__ushort_as_half(static_cast<unsigned short>(h)));
+  else return __bfloat162float(__ushort_as_bfloat16(static_cast<unsigned short>(h)));
+}
+
+__host__ __device__ inline int key_index(Key32 key) { return static_cast<int>(0xFFFFu - (key & 0xFFFFu)); }
+
+// group_max_redux for 32-bit keys: one redux.sync on a whole warp.
+__device__ __forceinline__ Key32 group_max_redux(Key32 key, int width) {
+#if KL_ARCH_AT_LEAST(80)
+  if (width == 32) return __reduce_max_sync(kl::kFullMask, key);
 #endif
   return group_max(key, width);
 }

@@ -225,6 +225,37 @@ TEST_CASE("keys rank by logit, then by the lower index, NaN first, -0 equal to +
   CHECK(std::isnan(lesson05::key_value(0)));  // an empty slot's threshold: nothing is rejected yet
 }
 
+TEST_CASE("step 7's 32-bit keys of 16-bit logits rank as the 64-bit keys do, and decode back") {
+  const float inf = INFINITY;
+  const std::vector<float> values = {NAN, inf, 1e30f, 3.f, 1.f, 1e-7f, 1e-40f, 0.f, -0.f, -1e-7f, -2.f, -1e30f, -inf};
+  auto check = [&](auto t) {
+    using T = decltype(t);
+    std::vector<float> q;  // the values as T holds them (1e30 is +inf in f16, 1e-40 a subnormal or 0)
+    for (float v : values) q.push_back(kl::to_float(kl::from_float<T>(v)));
+    for (std::size_t a = 0; a < q.size(); ++a) {
+      for (std::size_t b = 0; b < q.size(); ++b) {
+        for (int ia : {0, 7, 255}) {
+          for (int ib : {1, 7, 65535}) {
+            CAPTURE(q[a]);
+            CAPTURE(q[b]);
+            CHECK((lesson05::make_key32<T>(q[a], ia) > lesson05::make_key32<T>(q[b], ib)) ==
+                  (lesson05::make_key(q[a], ia) > lesson05::make_key(q[b], ib)));
+          }
+        }
+      }
+    }
+    for (float v : q) {
+      const lesson05::Key32 key = lesson05::make_key32<T>(v, 1234);
+      CHECK(lesson05::key_index(key) == 1234);
+      if (std::isnan(v)) CHECK(std::isnan(lesson05::key32_value<T>(key)));
+      else CHECK(lesson05::key32_value<T>(key) == v);
+      CHECK(key > 0);
+    }
+  };
+  check(__half{});
+  check(__nv_bfloat16{});
+}
+
 TEST_CASE("K rounds up to the compiled list lengths 1, 2, 4, ..., 64") {
   CHECK(lesson05::round_k(1) == 1);
   CHECK(lesson05::round_k(2) == 2);

@@ -41,11 +41,11 @@ namespace lesson05 {
 // A streaming kernel needs about 16 warps per SM, each with two 16-byte loads per lane in flight,
 // to cover the memory latency (H100: ~3.3 TB/s x ~0.8 us = ~2.6 MB in flight, ~20 KB per SM).
 // Rows of at most kTinyRow logits (MoE routing) get a group of lanes sized to the row, which holds it
-// in registers (step 7; H100, 16384-65536 rows: V = 8 0.19-0.50x the time of step 2, V = 128
-// 0.56-0.63x), and so do rows up to kSmallRow when K > kPairK (V = 256, K = 8: 0.58-0.62x; K = 3 and 4
-// also ahead). At K <= 2 a warp streaming the row with its lane lists is ahead (V = 129 and 256, K = 2:
-// step 7 1.03-1.24x step 2's time): 16-bit rows in one 16-byte load a lane (step 3), f32 rows in two
-// (step 2).
+// in registers (step 7; H100, 16384-65536 rows: V = 8 0.17-0.51x the time of step 2, V = 128
+// 0.37-0.63x), and so do rows up to kSmallRow when K > kPairK (V = 256, K = 8: 0.35-0.62x; K = 3 and 4
+// also ahead). At K <= 2 a warp streaming the row with its lane lists was ahead of step 7 with 64-bit
+// keys (V = 129 and 256, K = 2: step 7 1.03-1.24x step 2's time): 16-bit rows in one 16-byte load a
+// lane (step 3), f32 rows in two (step 2).
 // Long rows: with a warp per row and K <= kLaneK, each lane's own best in registers (step 3); at K = 1
 // step 4's bound makes its threshold the row's max so far, as step 3's, and the two run within 2 %
 // of each other (H100, R = 4096), while at K = 2 step 3 takes up to 1.16x step 4's time. Otherwise the first of step 4

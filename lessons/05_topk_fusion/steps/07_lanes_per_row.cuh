@@ -3,6 +3,7 @@
 // here each lane loads its 8 logits at once, sorts them, and the group takes K rounds of its heads' max.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "common/pack.cuh"
 #include "lessons/05_topk_fusion/parts.cuh"
@@ -43,6 +44,22 @@ __device__ __forceinline__ void load_lane(const T* xr, int vocab, int c0, float 
   }
 }
 
+// Step 7's keys: 32 bits for a 16-bit logit (make_key32), 64 for a float (make_key).
+template <class T>
+using LaneKey = std::conditional_t<sizeof(T) == 2, Key32, Key>;
+
+template <class T>
+__device__ __forceinline__ LaneKey<T> lane_key(float x, int i) {
+  if constexpr (sizeof(T) == 2) return make_key32<T>(x, i);
+  else return make_key(x, i);
+}
+
+template <class T>
+__device__ __forceinline__ float lane_key_value(LaneKey<T> key) {
+  if constexpr (sizeof(T) == 2) return key32_value<T>(key);
+  else return key_value(key);
+}
+
 // Step 7: each lane's 8 keys sorted in registers (a bitonic network, no shared memory), then k rounds:
 // the group's largest head (group_max_redux), which its lane pops. Every lane of the group learns each
 // round's winner; lane l keeps rounds l, l + G, ... (won[j], j a compile-time index). Round 0's winner is
@@ -57,25 +74,25 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
   const bool live = row < rows;
   float v[kLogitsPerLane];
   load_lane<kPacked>(x + (live ? row : 0) * vocab, live ? vocab : 0, c0, v);
-  Key keys[kLogitsPerLane];
+  LaneKey<T> keys[kLogitsPerLane];
 #pragma unroll
   for (int i = 0; i < kLogitsPerLane; ++i) {
-    const Key key = make_key(v[i], c0 + i);  // made for every slot, then kept or emptied: no branch
+    const LaneKey<T> key = lane_key<T>(v[i], c0 + i);  // made for every slot, then kept or emptied: no branch
     keys[i] = live && c0 + i < vocab ? key : 0;
   }
   sort_registers(keys);
-  Key won[kLogitsPerLane] = {};  // k <= V <= 8 G: at most 8 rounds a lane
+  LaneKey<T> won[kLogitsPerLane] = {};  // k <= V <= 8 G: at most 8 rounds a lane
 #pragma unroll
   for (int j = 0; j < kLogitsPerLane; ++j) {
     for (int i = 0; i < lanes && j * lanes + i < k; ++i) {  // round j G + i
-      const Key best = group_max_redux(keys[0], lanes);
+      const LaneKey<T> best = group_max_redux(keys[0], lanes);
       if (keys[0] == best) pop_best(keys);  // keys are distinct: one lane of a live group
       if (i == lane) won[j] = best;
     }
   }
   // NaN or +inf in the row make s NaN, as add_to_sum does; against a max of -inf the terms are taken
   // against 0 (all of them e^-inf = 0).
-  const float m = key_value(__shfl_sync(kl::kFullMask, won[0], 0, lanes)), base = m == -INFINITY ? 0.f : m;
+  const float m = lane_key_value<T>(__shfl_sync(kl::kFullMask, won[0], 0, lanes)), base = m == -INFINITY ? 0.f : m;
   float s = 0.f;
 #pragma unroll
   for (int i = 0; i < kLogitsPerLane; ++i) s += kl::exp_ftz(v[i] - base);
@@ -84,7 +101,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
   for (int j = 0; j < kLogitsPerLane; ++j) {
     const int r = j * lanes + lane;
     if (live && r < k) {
-      prob[row * k + r] = kl::fast_exp(key_value(won[j]) - m) * inv;
+      prob[row * k + r] = kl::fast_exp(lane_key_value<T>(won[j]) - m) * inv;
       idx[row * k + r] = key_index(won[j]);
     }
   }
