@@ -1,7 +1,8 @@
 // The pieces several steps of lesson 05 share, each under the step that introduced it: the scratch
 // the steps keep, the compiled list lengths, the 64-bit keys, the per-thread sorted list, the online
 // softmax update, the end of a warp-per-row kernel (the row's (m, s), the warp merge, the writes),
-// step 4's selection, step 5's block, and step 8's radix select of a block.
+// step 4's selection, step 5's block, step 7's sort in registers, its group reductions and 32-bit keys,
+// and step 8's radix select of a block.
 #pragma once
 #include <cstdint>
 #include <cstring>
