@@ -24,10 +24,11 @@ struct MinOp {
   static __device__ __forceinline__ float combine(float a, float b) { return (a != a || a < b) ? a : b; }
 };
 
-// Butterfly all-reduce: after log2(32) = 5 exchanges every lane holds the warp's result.
+// Butterfly all-reduce: after log2(32) = 5 exchanges every lane holds the warp's result (or, with
+// `width` a smaller power of two, each aligned group of `width` lanes its group's: offsets stay below it).
 template <class Op = SumOp>
-__device__ __forceinline__ float warp_allreduce(float v) {
-  for (int offset = 16; offset > 0; offset /= 2) v = Op::combine(v, __shfl_xor_sync(kFullMask, v, offset));
+__device__ __forceinline__ float warp_allreduce(float v, int width = 32) {
+  for (int offset = width / 2; offset > 0; offset /= 2) v = Op::combine(v, __shfl_xor_sync(kFullMask, v, offset));
   return v;
 }
 

@@ -134,7 +134,6 @@ __global__ void __launch_bounds__(256) ring_sums(const __grid_constant__ CUtenso
   }
 }
 
-// Whole numbers in [-8, 8]: every tile's sum is exact in f32, in any order.
 // After a run of a pipeline harness: "" when it neither stalled nor got a sum wrong, else what went
 // wrong, after `at` (where: stages, blocks, tiles); `item` names a summed unit, `read` what was misread.
 std::string run_verdict(const std::string& at, const kl::DeviceBuffer<int>& stuck, const kl::DeviceBuffer<float>& sums,
@@ -149,6 +148,7 @@ std::string run_verdict(const std::string& at, const kl::DeviceBuffer<int>& stuc
   return {};
 }
 
+// Whole numbers in [-8, 8]: every tile's sum is exact in f32, in any order.
 struct RingInput {
   std::vector<float> sums;
   kl::DeviceBuffer<__half> x;

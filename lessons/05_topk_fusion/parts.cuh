@@ -645,13 +645,6 @@ __device__ __forceinline__ Key32 group_max_redux(Key32 key, int width) {
   return group_max(key, width);
 }
 
-// The sum of v over each aligned group of `width` lanes (a power of two), in every lane of the group:
-// a butterfly whose offsets stay below `width` (the same additions in every lane, so the same result).
-__device__ __forceinline__ float group_sum(float v, int width) {
-  for (int offset = width / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(kl::kFullMask, v, offset);
-  return v;
-}
-
 // ---- introduced by step 8 (a radix select per block) ---------------------------------------------
 
 // A block of 256 threads holds kRadixItems keys a thread: a chunk of 4096 logits (or keys) per select.

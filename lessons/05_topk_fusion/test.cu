@@ -105,6 +105,14 @@ bool turned_down(const lesson05::Step& st, int vocab) {
   return std::string(st.name) == "lanes_per_row" && vocab > lesson05::kMaxGroupRow;
 }
 
+// Whether every byte of b still holds `poison`: nothing was written to it.
+bool still_poisoned(const kl::DeviceBuffer<float>& b, int poison) {
+  const auto got = b.download();
+  std::vector<float> want(got.size());
+  std::memset(want.data(), poison, want.size() * sizeof(float));
+  return std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0;
+}
+
 // Runs one step on x (rows x vocab, already rounded to T) with its outputs poisoned (`poison`
 // bytes); `offset` elements shift the logits' pointer (an unaligned view).
 template <class T>
@@ -865,10 +873,7 @@ TEST_SUITE("gpu") {
     }
     CHECK_THROWS_AS(lesson05::topk<float>(x.data(), prob.data(), idx.data(), 4, 5, 6, ws), kl::UsageError);
     CHECK(cudaDeviceSynchronize() == cudaSuccess);
-    const auto got = prob.download();
-    std::vector<float> poison(128);
-    std::memset(poison.data(), 0x3C, poison.size() * sizeof(float));
-    CHECK(std::memcmp(got.data(), poison.data(), poison.size() * sizeof(float)) == 0);
+    CHECK(still_poisoned(prob, 0x3C));
   }
 
   TEST_CASE("step 7 turns a row longer than its group's registers hold (V > 256) down, before any launch") {
@@ -879,10 +884,7 @@ TEST_SUITE("gpu") {
     const lesson05::Problem p{x.data(), prob.data(), idx.data(), 4, 257, 8, Dtype::f32};
     CHECK_THROWS_AS(lesson05::run_step(kSteps[6], p, ws, nullptr), kl::NotSupported);
     CHECK(cudaDeviceSynchronize() == cudaSuccess);
-    std::vector<float> poison(4 * 8);
-    std::memset(poison.data(), 0x3C, poison.size() * sizeof(float));
-    const auto got = prob.download();
-    CHECK(std::memcmp(got.data(), poison.data(), poison.size() * sizeof(float)) == 0);
+    CHECK(still_poisoned(prob, 0x3C));
   }
 
   TEST_CASE("a repeated run of every step can be captured in a CUDA graph and replayed") {

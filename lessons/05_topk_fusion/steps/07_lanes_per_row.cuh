@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "common/pack.cuh"
+#include "common/warp.cuh"
 #include "lessons/05_topk_fusion/parts.cuh"
 
 namespace lesson05 {
@@ -96,7 +97,7 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
   float s = 0.f;
 #pragma unroll
   for (int i = 0; i < kLogitsPerLane; ++i) s += kl::exp_ftz(v[i] - base);
-  const float inv = 1.f / group_sum(s, lanes);
+  const float inv = 1.f / kl::warp_allreduce(s, lanes);
 #pragma unroll
   for (int j = 0; j < kLogitsPerLane; ++j) {
     const int r = j * lanes + lane;
