@@ -1,7 +1,7 @@
 // The pieces several steps of lesson 05 share, each under the step that introduced it: the scratch
 // the steps keep, the compiled list lengths, the 64-bit keys, the per-thread sorted list, the online
 // softmax update, the end of a warp-per-row kernel (the row's (m, s), the warp merge, the writes),
-// step 4's selection, step 5's block, step 7's sort in registers, its group reductions and 32-bit keys,
+// step 4's selection, step 5's block, step 7's sort in registers, its group reductions and its keys,
 // and step 8's radix select of a block.
 #pragma once
 #include <cstdint>
@@ -568,23 +568,48 @@ __global__ void __launch_bounds__(kBlockThreads, 4)
 
 // ---- introduced by step 7 (a row in a group's registers) ------------------------------------------
 
-// Sorts a thread's N keys largest first (N a power of two): a bitonic network of compile-time indices,
-// so the keys stay in registers.
+// Sorts a thread's N keys largest first (N a power of two): Batcher's odd-even merge sort, a network
+// of compile-time indices (19 exchanges for N = 8, against a bitonic network's 24), so the keys stay
+// in registers and an exchange is a max and a min.
 template <class K, int N>
-__device__ __forceinline__ void sort_registers(K (&keys)[N]) {
+__host__ __device__ __forceinline__ void sort_registers(K (&keys)[N]) {
 #pragma unroll
-  for (int size = 2; size <= N; size *= 2) {
+  for (int p = 1; p < N; p *= 2) {  // merge sorted runs of p into runs of 2 p
 #pragma unroll
-    for (int stride = size / 2; stride > 0; stride /= 2) {
+    for (int d = p; d > 0; d /= 2) {  // exchange distance
 #pragma unroll
-      for (int i = 0; i < N; ++i) {
-        const int j = i ^ stride;
-        if (j > i) {  // runs of `size` alternate descending / ascending; the last run is all N, descending
-          const K a = keys[i], b = keys[j];
-          const bool swap = (i & size) == 0 ? a < b : a > b;
-          keys[i] = swap ? b : a;
-          keys[j] = swap ? a : b;
+      for (int a = 0; a < N; ++a) {  // a and a + d, if a is a first one at this distance in its run
+        const int b = a + d, from = d % p;
+        if (b < N && a >= from && (a - from) % (2 * d) < d && a / (2 * p) == b / (2 * p)) {
+          const K x = keys[a], y = keys[b];
+          keys[a] = x > y ? x : y;
+          keys[b] = x > y ? y : x;
         }
+      }
+    }
+  }
+}
+
+// The best S of a thread's N keys, largest first, in best[0 .. S - 1]: the whole network when S = N;
+// for S = 1 or 2 (K = 1 or 2 winners a row) each key passes once through S slots (a max and a min
+// per slot), fewer exchanges than sorting all N.
+template <int S, class K, int N>
+__host__ __device__ __forceinline__ void sort_best(K (&keys)[N], K (&best)[S]) {
+  if constexpr (S == N) {
+    sort_registers(keys);
+#pragma unroll
+    for (int j = 0; j < S; ++j) best[j] = keys[j];
+  } else {
+#pragma unroll
+    for (int j = 0; j < S; ++j) best[j] = 0;
+#pragma unroll
+    for (int i = 0; i < N; ++i) {
+      K x = keys[i];
+#pragma unroll
+      for (int j = 0; j < S; ++j) {
+        const K hi = x > best[j] ? x : best[j];
+        x = x > best[j] ? best[j] : x;
+        best[j] = hi;
       }
     }
   }
@@ -618,11 +643,17 @@ __host__ __device__ inline unsigned short bits16(T x) {
   else return __bfloat16_as_ushort(x);
 }
 
+// A 16-bit pattern whose magnitude bits lie above +inf's is a NaN.
 template <class T>
-__host__ __device__ inline Key32 make_key32(float x, int i) {
-  unsigned h = bits16(kl::from_float<T>(x));  // exact: x was read as a T
-  if (x != x) h = 0x7FFFu;
-  if (x == 0.f) h = 0;
+constexpr unsigned kInfBits16 = std::is_same_v<T, __half> ? 0x7C00u : 0x7F80u;
+
+// From the logit as stored, with integer operations on its bits (no conversion to float and back).
+template <class T>
+__host__ __device__ inline Key32 make_key32(T x, int i) {
+  unsigned h = bits16(x);
+  const unsigned magnitude = h & 0x7FFFu;
+  if (magnitude > kInfBits16<T>) h = 0x7FFFu;  // every NaN made +NaN
+  if (magnitude == 0) h = 0;                   // -0 made +0
   h = (h & 0x8000u) ? (~h & 0xFFFFu) : (h | 0x8000u);
   return h << 16 | (0xFFFFu - static_cast<unsigned>(i));
 }
@@ -643,6 +674,23 @@ __device__ __forceinline__ Key32 group_max_redux(Key32 key, int width) {
   if (width == 32) return __reduce_max_sync(kl::kFullMask, key);
 #endif
   return group_max(key, width);
+}
+
+// Step 7's keys, made from the logit as stored: 32 bits for a 16-bit logit (make_key32, integer
+// operations on its bits), 64 for a float (make_key).
+template <class T>
+using LaneKey = std::conditional_t<sizeof(T) == 2, Key32, Key>;
+
+template <class T>
+__device__ __forceinline__ LaneKey<T> lane_key(T x, int i) {
+  if constexpr (sizeof(T) == 2) return make_key32<T>(x, i);
+  else return make_key(x, i);
+}
+
+template <class T>
+__device__ __forceinline__ float lane_key_value(LaneKey<T> key) {
+  if constexpr (sizeof(T) == 2) return key32_value<T>(key);
+  else return key_value(key);
 }
 
 // ---- introduced by step 8 (a radix select per block) ---------------------------------------------

@@ -158,18 +158,20 @@ void check_all_steps(const std::vector<float>& xq, std::int64_t rows, int vocab,
 }
 
 // Shapes every lesson is checked on: a row shorter than a warp, awkward lengths (not multiples of the
-// 4- or 8-element pack), MoE rows (step 7: many rows per warp, the last warp part-filled), vocabularies
-// up to 262144; KL_SANITIZE=1 keeps small ones.
+// 4- or 8-element pack), MoE rows (step 7: every group width from 1 to 32 lanes, many rows per warp, the
+// last warp part-filled, lanes past a row's end), vocabularies up to 262144; KL_SANITIZE=1 keeps small
+// ones.
 std::vector<std::pair<std::int64_t, int>> test_shapes() {
   if (kl::sanitizing()) return {{1, 1}, {3, 31}, {9, 33}, {70, 8}, {4, 1000}, {2, 4097}, {2, 9001}};
-  return {{1, 1},    {3, 2},      {5, 31},   {7, 33},    {64, 100},  {1000, 8},  {333, 64},  {97, 256},   {9, 1000},
-          {4, 1024}, {300, 4096}, {3, 4097}, {2, 12345}, {3, 32000}, {3, 50257}, {2, 65536}, {1, 128256}, {2, 262144}};
+  return {{1, 1},     {3, 2},     {5, 31},    {21, 13},   {7, 33},     {64, 100},   {1000, 8},
+          {333, 64},  {37, 200},  {97, 256},  {9, 1000},  {4, 1024},   {300, 4096}, {3, 4097},
+          {2, 12345}, {3, 32000}, {3, 50257}, {2, 65536}, {1, 128256}, {2, 262144}};
 }
 
 std::vector<int> test_ks(int vocab) {
   std::vector<int> ks;
   for (int k : {1, 2, 5, 10, 32, 50, 64})
-    if (k <= vocab && (!kl::sanitizing() || k == 1 || k == 5 || k == 64)) ks.push_back(k);
+    if (k <= vocab && (!kl::sanitizing() || k == 1 || k == 2 || k == 5 || k == 64)) ks.push_back(k);
   return ks;
 }
 
@@ -246,14 +248,15 @@ TEST_CASE("step 7's 32-bit keys of 16-bit logits rank as the 64-bit keys do, and
           for (int ib : {1, 7, 65535}) {
             CAPTURE(q[a]);
             CAPTURE(q[b]);
-            CHECK((lesson05::make_key32<T>(q[a], ia) > lesson05::make_key32<T>(q[b], ib)) ==
+            CHECK((lesson05::make_key32(kl::from_float<T>(q[a]), ia) >
+                   lesson05::make_key32(kl::from_float<T>(q[b]), ib)) ==
                   (lesson05::make_key(q[a], ia) > lesson05::make_key(q[b], ib)));
           }
         }
       }
     }
     for (float v : q) {
-      const lesson05::Key32 key = lesson05::make_key32<T>(v, 1234);
+      const lesson05::Key32 key = lesson05::make_key32(kl::from_float<T>(v), 1234);
       CHECK(lesson05::key_index(key) == 1234);
       if (std::isnan(v)) CHECK(std::isnan(lesson05::key32_value<T>(key)));
       else CHECK(lesson05::key32_value<T>(key) == v);
@@ -262,6 +265,41 @@ TEST_CASE("step 7's 32-bit keys of 16-bit logits rank as the 64-bit keys do, and
   };
   check(__half{});
   check(__nv_bfloat16{});
+  // Every NaN pattern (either sign, any payload) is the one NaN key, above +inf; -0 is +0.
+  auto from_bits = [](auto t, unsigned short b) {
+    decltype(t) x;
+    std::memcpy(&x, &b, sizeof b);
+    return x;
+  };
+  for (unsigned short b : {0x7C01, 0x7E00, 0xFC01, 0xFFFF})
+    CHECK(lesson05::make_key32(from_bits(__half{}, b), 3) == lesson05::make_key32(kl::from_float<__half>(NAN), 3));
+  for (unsigned short b : {0x7F81, 0x7FC0, 0xFF81, 0xFFFF})
+    CHECK(lesson05::make_key32(from_bits(__nv_bfloat16{}, b), 3) ==
+          lesson05::make_key32(kl::from_float<__nv_bfloat16>(NAN), 3));
+  CHECK(lesson05::make_key32(from_bits(__half{}, 0x8000), 3) == lesson05::make_key32(from_bits(__half{}, 0), 3));
+  CHECK(lesson05::make_key32(from_bits(__half{}, 0x7C00), 3) < lesson05::make_key32(from_bits(__half{}, 0x7C01), 3));
+}
+
+TEST_CASE("step 7's sort network sorts every 0/1 input, and sort_best keeps the best 1 or 2 in order") {
+  // Batcher's network sorts every input if it sorts every input of 0s and 1s (the 0-1 principle).
+  for (unsigned bits = 0; bits < 256; ++bits) {
+    unsigned keys[8], one[1], two[2];
+    for (int i = 0; i < 8; ++i) keys[i] = (bits >> i) & 1u;
+    unsigned copy1[8], copy2[8];
+    std::memcpy(copy1, keys, sizeof keys);
+    std::memcpy(copy2, keys, sizeof keys);
+    lesson05::sort_registers(keys);
+    for (int i = 0; i + 1 < 8; ++i) CHECK(keys[i] >= keys[i + 1]);
+    lesson05::sort_best<1>(copy1, one);
+    lesson05::sort_best<2>(copy2, two);
+    CHECK(one[0] == keys[0]);
+    CHECK((two[0] == keys[0] && two[1] == keys[1]));
+  }
+  unsigned long long keys[8] = {5, 9, 1, 7, 3, 8, 2, 6}, two[2];  // distinct keys, as step 7's are
+  lesson05::sort_best<2>(keys, two);
+  CHECK((two[0] == 9 && two[1] == 8));
+  lesson05::sort_registers(keys);
+  for (int i = 0; i + 1 < 8; ++i) CHECK(keys[i] > keys[i + 1]);
 }
 
 TEST_CASE("K rounds up to the compiled list lengths 1, 2, 4, ..., 64") {
@@ -401,24 +439,21 @@ TEST_CASE(
   CHECK(choose_step(8, 128256, 10, kH100Sms) == 8);
   CHECK(choose_step(1, 4097, 10, kH100Sms) == 8);
   CHECK(choose_step(8, 128256, 1, kH100Sms) == 8);
-  CHECK(choose_step(4096, 50257, 2, kH100Sms) == 4);               // K = 2: step 4, with its bound
-  CHECK(choose_step(4096, 128256, 1, kH100Sms, Dtype::f16) == 3);  // K = 1: a lane's own best in registers
+  CHECK(choose_step(4096, 50257, 2, kH100Sms) == 4);   // K = 2: step 4, with its bound
+  CHECK(choose_step(4096, 128256, 1, kH100Sms) == 3);  // K = 1: a lane's own best in registers
   CHECK(choose_step(4096, 50257, 1, kH100Sms) == 3);
   CHECK(choose_step(4096, 50257, 3, kH100Sms) == 4);
   CHECK(choose_step(2111, 50257, 1, kH100Sms) == 4);
   CHECK(choose_step(100000, 257, 1, kH100Sms) == 4);
-  // MoE routing (V <= 128): a group of lanes sized to the row, at any R, K and dtype
+  // MoE routing (V <= 256): a group of lanes sized to the row, at any R and K
   CHECK(choose_step(65536, 8, 2, kH100Sms) == 7);
-  CHECK(choose_step(100000, 100, 10, kH100Sms, Dtype::f16) == 7);
+  CHECK(choose_step(100000, 100, 10, kH100Sms) == 7);
   CHECK(choose_step(1, 8, 1, kH100Sms) == 7);
-  CHECK(choose_step(16384, 128, 8, kH100Sms, Dtype::bf16) == 7);
-  // V <= 256: step 7 for K > 2; at K <= 2 a warp per row, 16-bit rows in one 16-byte load a lane (step 3), f32 step 2
+  CHECK(choose_step(16384, 128, 8, kH100Sms) == 7);
   CHECK(choose_step(16384, 129, 8, kH100Sms) == 7);
-  CHECK(choose_step(16384, 256, 8, kH100Sms, Dtype::f32) == 7);
-  CHECK(choose_step(1, 256, 64, kH100Sms, Dtype::bf16) == 7);
-  CHECK(choose_step(16384, 256, 3, kH100Sms, Dtype::f16) == 7);
-  CHECK(choose_step(16384, 256, 2, kH100Sms, Dtype::f32) == 2);
-  CHECK(choose_step(65536, 129, 1, kH100Sms, Dtype::f16) == 3);
+  CHECK(choose_step(1, 256, 64, kH100Sms) == 7);
+  CHECK(choose_step(16384, 256, 2, kH100Sms) == 7);
+  CHECK(choose_step(65536, 129, 1, kH100Sms) == 7);
   CHECK(lesson05::slice_count(1, 4097, 64, kH100Sms) == 2);  // step 6: past kShortRow a row holds two slices
 }
 

@@ -40,12 +40,9 @@ namespace lesson05 {
 
 // A streaming kernel needs about 16 warps per SM, each with two 16-byte loads per lane in flight,
 // to cover the memory latency (H100: ~3.3 TB/s x ~0.8 us = ~2.6 MB in flight, ~20 KB per SM).
-// Rows of at most kTinyRow logits (MoE routing) get a group of lanes sized to the row, which holds it
-// in registers (step 7; H100, 16384-65536 rows: V = 8 0.17-0.51x the time of step 2, V = 128
-// 0.37-0.63x), and so do rows up to kSmallRow when K > kPairK (V = 256, K = 8: 0.35-0.62x; K = 3 and 4
-// also ahead). At K <= 2 a warp streaming the row with its lane lists was ahead of step 7 with 64-bit
-// keys (V = 129 and 256, K = 2: step 7 1.03-1.24x step 2's time): 16-bit rows in one 16-byte load a
-// lane (step 3), f32 rows in two (step 2).
+// Rows of at most kSmallRow logits (MoE routing) get a group of lanes sized to the row, which holds it
+// in registers (step 7; H100, 16384-65536 rows, f32 and f16: 0.16-0.82x the time of the better of steps 2
+// and 3 at V = 8 to 256 and K = 1 to 8, results/h100/lesson05_moe_templates.csv).
 // Long rows: with a warp per row and K <= kLaneK, each lane's own best in registers (step 3); at K = 1
 // step 4's bound makes its threshold the row's max so far, as step 3's, and the two run within 2 %
 // of each other (H100, R = 4096), while at K = 2 step 3 takes up to 1.16x step 4's time. Otherwise the first of step 4
@@ -55,23 +52,20 @@ namespace lesson05 {
 constexpr int kWantedWarpsPerSm = 16;
 constexpr int kEnoughShare = 4;
 constexpr int kShortRow = 4096;
-constexpr int kTinyRow = 128;
 constexpr int kSmallRow = 256;
 constexpr int kLaneK = 1;
-constexpr int kPairK = 2;
 static_assert(kSmallRow <= kMaxGroupRow, "the dispatcher sends step 7 only rows its groups hold");
 
-inline int choose_step(std::int64_t rows, int vocab, int k, int sms, Dtype dtype = Dtype::f32) {
+inline int choose_step(std::int64_t rows, int vocab, int k, int sms) {
   const std::int64_t wanted = std::int64_t{sms} * kWantedWarpsPerSm, enough = wanted / kEnoughShare;
-  if (vocab <= kTinyRow || (vocab <= kSmallRow && k > kPairK)) return 7;
-  if (vocab <= kSmallRow) return dtype == Dtype::f32 ? 2 : 3;
+  if (vocab <= kSmallRow) return 7;
   if (rows >= wanted && vocab > kShortRow && k <= kLaneK) return 3;
   if (vocab <= kShortRow || rows >= enough) return 4;
   if (rows * kBlockWarps >= enough) return 5;
   return 8;
 }
 
-inline int chosen_step(const Problem& p) { return choose_step(p.rows, p.vocab, p.k, kl::sm_count(), p.dtype); }
+inline int chosen_step(const Problem& p) { return choose_step(p.rows, p.vocab, p.k, kl::sm_count()); }
 
 inline void launch_dispatch(const Problem& p, Workspace& ws, cudaStream_t s);  // after the table
 

@@ -3,7 +3,6 @@
 // here each lane loads its 8 logits at once, sorts them, and the group takes K rounds of its heads' max.
 #pragma once
 #include <cstdint>
-#include <type_traits>
 
 #include "common/pack.cuh"
 #include "common/warp.cuh"
@@ -25,82 +24,74 @@ inline int lanes_per_row(int vocab) {
   return g;
 }
 
-// Lane l of a group holds logits 8 l ... 8 l + 7 of its row (-inf past its end): one or two 16-byte
-// loads when every row starts on 16 bytes (V a multiple of 8), else one load a logit. All are issued
-// before any is used.
+// Lane l of a group holds logits 8 l ... 8 l + 7 of its row as stored: one or two 16-byte loads when
+// every row starts on 16 bytes (V a multiple of 8), else one load a logit. Slots past the row's end
+// keep what they held (the caller empties them). All loads are issued before any is used.
 template <bool kPacked, class T>
-__device__ __forceinline__ void load_lane(const T* xr, int vocab, int c0, float (&v)[kLogitsPerLane]) {
+__device__ __forceinline__ void load_lane(const T* xr, int vocab, int c0, T (&raw)[kLogitsPerLane]) {
   constexpr int P = 16 / sizeof(T);
   if constexpr (kPacked) {
 #pragma unroll
     for (int q = 0; q < kLogitsPerLane / P; ++q) {
-      float pack[P];
-      if (c0 < vocab) kl::load_pack<P>(xr + c0 + q * P, pack);
+      if (c0 < vocab) {
+        const kl::Pack<T, P> pk = kl::load_raw<P>(xr + c0 + q * P);
 #pragma unroll
-      for (int i = 0; i < P; ++i) v[q * P + i] = c0 < vocab ? pack[i] : -INFINITY;
+        for (int i = 0; i < P; ++i) raw[q * P + i] = pk.v[i];
+      }
     }
   } else {
 #pragma unroll
-    for (int i = 0; i < kLogitsPerLane; ++i) v[i] = c0 + i < vocab ? kl::to_float(xr[c0 + i]) : -INFINITY;
+    for (int i = 0; i < kLogitsPerLane; ++i)
+      if (c0 + i < vocab) raw[i] = xr[c0 + i];
   }
 }
 
-// Step 7's keys: 32 bits for a 16-bit logit (make_key32), 64 for a float (make_key).
-template <class T>
-using LaneKey = std::conditional_t<sizeof(T) == 2, Key32, Key>;
-
-template <class T>
-__device__ __forceinline__ LaneKey<T> lane_key(float x, int i) {
-  if constexpr (sizeof(T) == 2) return make_key32<T>(x, i);
-  else return make_key(x, i);
-}
-
-template <class T>
-__device__ __forceinline__ float lane_key_value(LaneKey<T> key) {
-  if constexpr (sizeof(T) == 2) return key32_value<T>(key);
-  else return key_value(key);
-}
-
-// Step 7: each lane's 8 keys sorted in registers (a bitonic network, no shared memory), then k rounds:
-// the group's largest head (group_max_redux), which its lane pops. Every lane of the group learns each
-// round's winner; lane l keeps rounds l, l + G, ... (won[j], j a compile-time index). Round 0's winner is
-// the row's max m, so the sum s = sum of e^(x - m) needs no running rescale: the lane's 8 terms, then a
-// butterfly over the group. The lanes write their winners side by side. A group past the last row runs
+// Step 7: each lane's 8 keys sorted in registers (a merge network, no shared memory; with K = 1 or 2
+// only the best S = K of them), then k rounds: the group's largest head (group_max_redux), which its
+// lane pops. Every lane of the group learns each round's winner; lane l keeps rounds l, l + G, ...
+// (won[j], j a compile-time index). Round 0's winner is the row's max m, so the sum s = sum of
+// e^(x - m) needs no running rescale: the lane's 8 terms, then a butterfly over the group. The lanes
+// write their winners side by side. G and S are template parameters, so every loop but the rounds'
+// unrolls and a round is one redux.sync or a butterfly of fixed width. A group past the last row runs
 // empty: its warp stays whole for the reductions.
-template <class T, bool kPacked>
+template <class T, int G, int S>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock)
-    topk_lanes_per_row(const T* x, std::int64_t rows, int vocab, int k, int lanes, float* prob, int* idx) {
-  const int lane = static_cast<int>(threadIdx.x) & (lanes - 1), c0 = kLogitsPerLane * lane;  // lanes: 2^n
-  const std::int64_t row = (blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x) >> (__ffs(lanes) - 1);
+    topk_lanes_per_row(const T* x, std::int64_t rows, int vocab, int k, bool packed, float* prob, int* idx) {
+  const int lane = static_cast<int>(threadIdx.x) % G, c0 = kLogitsPerLane * lane;
+  const std::int64_t row = (blockIdx.x * std::int64_t{blockDim.x} + threadIdx.x) / G;
   const bool live = row < rows;
+  const T* xr = x + (live ? row : 0) * vocab;
+  T raw[kLogitsPerLane] = {};
+  if (packed) load_lane<true>(xr, live ? vocab : 0, c0, raw);
+  else load_lane<false>(xr, live ? vocab : 0, c0, raw);
   float v[kLogitsPerLane];
-  load_lane<kPacked>(x + (live ? row : 0) * vocab, live ? vocab : 0, c0, v);
-  LaneKey<T> keys[kLogitsPerLane];
+  LaneKey<T> keys[kLogitsPerLane], top[S];
 #pragma unroll
-  for (int i = 0; i < kLogitsPerLane; ++i) {
-    const LaneKey<T> key = lane_key<T>(v[i], c0 + i);  // made for every slot, then kept or emptied: no branch
-    keys[i] = live && c0 + i < vocab ? key : 0;
+  for (int i = 0; i < kLogitsPerLane; ++i) {  // made for every slot, then kept or emptied by a mask: no branch
+    const bool in_row = live && c0 + i < vocab;
+    v[i] = in_row ? kl::to_float(raw[i]) : -INFINITY;
+    keys[i] = lane_key<T>(raw[i], c0 + i) & (LaneKey<T>{0} - in_row);
   }
-  sort_registers(keys);
+  sort_best<S>(keys, top);              // S = 1 or 2 slots when K is, else all 8 keys sorted
   LaneKey<T> won[kLogitsPerLane] = {};  // k <= V <= 8 G: at most 8 rounds a lane
 #pragma unroll
   for (int j = 0; j < kLogitsPerLane; ++j) {
-    for (int i = 0; i < lanes && j * lanes + i < k; ++i) {  // round j G + i
-      const LaneKey<T> best = group_max_redux(keys[0], lanes);
-      if (keys[0] == best) pop_best(keys);  // keys are distinct: one lane of a live group
+    for (int i = 0; i < G && j * G + i < k; ++i) {  // round j G + i
+      const LaneKey<T> best = group_max_redux(top[0], G);
+      if (top[0] == best) pop_best(top);  // keys are distinct: one lane of a live group
       if (i == lane) won[j] = best;
     }
   }
   // NaN or +inf in the row make s NaN, as add_to_sum does; against a max of -inf the terms are taken
   // against 0 (all of them e^-inf = 0).
-  const float m = lane_key_value<T>(__shfl_sync(kl::kFullMask, won[0], 0, lanes)), base = m == -INFINITY ? 0.f : m;
+  const float m = lane_key_value<T>(__shfl_sync(kl::kFullMask, won[0], 0, G)), base = m == -INFINITY ? 0.f : m;
   float s = 0.f;
 #pragma unroll
   for (int i = 0; i < kLogitsPerLane; ++i) s += kl::exp_ftz(v[i] - base);
-  const float inv = 1.f / kl::warp_allreduce(s, lanes);
+  const float inv = 1.f / kl::warp_allreduce(s, G);
 #pragma unroll
   for (int j = 0; j < kLogitsPerLane; ++j) {
-    const int r = j * lanes + lane;
+    const int r = j * G + lane;
     if (live && r < k) {
       prob[row * k + r] = kl::fast_exp(lane_key_value<T>(won[j]) - m) * inv;
       idx[row * k + r] = key_index(won[j]);
@@ -108,20 +99,45 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
   }
 }
 
+// Step 7 for rows of G lanes: S = K sorted slots a lane when K is 1 or 2, else all 8.
+template <class T, int G>
+void launch_group(const Problem& p, bool packed, cudaStream_t s) {
+  constexpr int kThreads = 32 * kWarpsPerBlock;
+  const auto blocks = static_cast<unsigned>((p.rows * G + kThreads - 1) / kThreads);
+  auto launch = [&](auto kernel) {
+    kernel<<<blocks, kThreads, 0, s>>>(static_cast<const T*>(p.x), p.rows, p.vocab, p.k, packed, p.prob, p.idx);
+  };
+  if (p.k == 1) launch(topk_lanes_per_row<T, G, 1>);
+  else if (p.k == 2) launch(topk_lanes_per_row<T, G, 2>);
+  else launch(topk_lanes_per_row<T, G, kLogitsPerLane>);
+}
+
 inline void launch_lanes_per_row(const Problem& p, Workspace&, cudaStream_t s) {
   if (p.vocab > kMaxGroupRow)
     throw kl::NotSupported("step 7 holds a row in a group's registers: V <= " + std::to_string(kMaxGroupRow));
-  const int lanes = lanes_per_row(p.vocab);
-  constexpr int kThreads = 32 * kWarpsPerBlock;
-  const auto blocks = static_cast<unsigned>((p.rows * lanes + kThreads - 1) / kThreads);
   const bool packed = p.vocab % kLogitsPerLane == 0 && reinterpret_cast<std::uintptr_t>(p.x) % 16 == 0;
   with_type(p.dtype, [&](auto t) {
     using T = decltype(t);
-    auto launch = [&](auto kernel) {
-      kernel<<<blocks, kThreads, 0, s>>>(static_cast<const T*>(p.x), p.rows, p.vocab, p.k, lanes, p.prob, p.idx);
-    };
-    if (packed) launch(topk_lanes_per_row<T, true>);
-    else launch(topk_lanes_per_row<T, false>);
+    switch (lanes_per_row(p.vocab)) {
+      case 1:
+        launch_group<T, 1>(p, packed, s);
+        break;
+      case 2:
+        launch_group<T, 2>(p, packed, s);
+        break;
+      case 4:
+        launch_group<T, 4>(p, packed, s);
+        break;
+      case 8:
+        launch_group<T, 8>(p, packed, s);
+        break;
+      case 16:
+        launch_group<T, 16>(p, packed, s);
+        break;
+      default:
+        launch_group<T, 32>(p, packed, s);
+        break;
+    }
   });
   CUDA_CHECK_LAUNCH();
 }
