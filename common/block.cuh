@@ -29,4 +29,18 @@ __device__ __forceinline__ float block_allreduce(float v) {
   return v;
 }
 
+// The same allreduce with one barrier: each warp's partial goes to scratch[warp], and after the barrier
+// every thread combines all of them itself. scratch must not be written again before the next barrier
+// (a caller reducing twice in a row alternates two arrays).
+template <int kThreads, class Op = SumOp>
+__device__ __forceinline__ float block_allreduce_one_barrier(float v, float (&scratch)[kThreads / 32]) {
+  v = warp_reduce<Op>(v);
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
+  __syncthreads();
+  v = scratch[0];
+#pragma unroll
+  for (int w = 1; w < kThreads / 32; ++w) v = Op::combine(v, scratch[w]);
+  return v;
+}
+
 }  // namespace kl

@@ -8,7 +8,7 @@
 // The steps, one line each (--list prints them; --step takes the number or the name):
 //   1    three_kernels          max, sum of exp, normalise: three kernels, one thread per row
 //   2    warp_per_row           a warp per row, the row in registers, 16-byte packs, shuffles
-//   3    block_cached           a block per row, the row cached in shared memory
+//   3    block_cached           a block per row, the row cached on chip (registers, else shared memory)
 //   4    block_uncached         a block per row, three passes over global memory
 //   5    online                 a block per row, running (max, sum): two passes over global memory
 //   6    cluster                a cluster of CTAs per row, partial (max, sum) via DSMEM (sm_90)
@@ -184,7 +184,7 @@ inline constexpr SoftmaxStep kSteps[] = {
              Launch{launch_three_kernels, always}),
     kl::step("warp_per_row", "a warp per row, the row in registers, 16-byte packs, shuffles",
              Launch{launch_warp_per_row, warp_support}),
-    kl::step("block_cached", "a block per row, the row cached in shared memory",
+    kl::step("block_cached", "a block per row, the row cached on chip (registers, else shared memory)",
              Launch{launch_block_cached, cached_support}),
     kl::step("block_uncached", "a block per row, three passes over global memory",
              Launch{launch_block_uncached, always}),

@@ -1,7 +1,5 @@
-// Step 3: one block per row, the row cached in shared memory. Step 2 holds a row in one warp's
-// registers, so it stops at 2048 elements; a block's shared memory holds rows up to ~227 KiB. The
-// pieces this step introduces and later steps reuse (RowPacks and its loops, the caching pass, the
-// sum and store passes, store_whole) are in parts.cuh.
+// Step 3: a block per row, kept on chip, past step 2's 2048: in registers up to 16 KB rows, in shared
+// memory up to ~227 KiB. Pieces later steps reuse (RowPacks, the caching, sum and store passes) are in parts.cuh.
 #pragma once
 #include <algorithm>
 #include <array>
@@ -9,6 +7,7 @@
 #include <string>
 
 #include "lessons/04_online_softmax/parts.cuh"
+#include "lessons/04_online_softmax/steps/02_warp_per_row.cuh"  // kWarpMaxCols
 
 namespace lesson04 {
 
@@ -29,6 +28,52 @@ __global__ void __launch_bounds__(kThreads, kFullSmThreads / kThreads)
     const float s = exp_sum<Pack, kThreads>(rc, r, scale, m);
     const float inv = 1.f / kl::block_allreduce<kThreads>(s);
     store_probs<Pack, kThreads>(rc, yr, r, scale, m, inv);
+  }
+}
+
+// Step 3 for rows past step 2's and of at most kRegisterThreads x kRegisterItems 16-byte packs (4096
+// f32, 8192 f16), x and y on 16 bytes: thread t holds packs t, t + kRegisterThreads, ... in registers.
+// No shared-memory round trip, each e^(x scale - m) taken once, one barrier a reduction (NOTES.md, H200).
+constexpr int kRegisterThreads = 256;
+constexpr int kRegisterItems = 4;
+
+// Blocks that must fit on an SM, by floats a thread holds: as many as keep its registers from spilling.
+constexpr int register_min_blocks(int floats) { return floats <= 8 ? 8 : floats <= 24 ? 6 : 4; }
+template <class T, int kItems>
+__global__ void __launch_bounds__(kRegisterThreads, register_min_blocks(kItems * 16 / sizeof(T)))
+    softmax_block_registers(const T* __restrict__ x, T* __restrict__ y, std::int64_t rows, int cols, float scale) {
+  constexpr int P = 16 / sizeof(T);
+  __shared__ float max_parts[kRegisterThreads / 32], sum_parts[kRegisterThreads / 32];
+  const int packs = cols / P;
+  auto mine = [&](int i) { return i * kRegisterThreads + static_cast<int>(threadIdx.x) < packs; };
+  for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const std::int64_t at = row * cols + threadIdx.x * P;  // pack i of this thread: at + i * kRegisterThreads * P
+    kl::Pack<T, P> raw[kItems] = {};
+#pragma unroll
+    for (int i = 0; i < kItems; ++i)  // every load issued before any is used
+      if (mine(i)) raw[i] = kl::load_raw<P>(x + at + i * kRegisterThreads * P);
+    float v[kItems][P], m = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      kl::to_floats(raw[i], v[i]);
+#pragma unroll
+      for (int j = 0; j < P; ++j) {
+        v[i][j] = mine(i) ? v[i][j] * scale : -INFINITY;  // e^(-inf - m) = 0: padding adds nothing
+        m = kl::max_nan_1op(m, v[i][j]);
+      }
+    }
+    m = kl::block_allreduce_one_barrier<kRegisterThreads, kl::MaxOp>(m, max_parts);
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < kItems; ++i)
+#pragma unroll
+      for (int j = 0; j < P; ++j) s += v[i][j] = kl::fast_exp(v[i][j] - m);
+    const float inv = 1.f / kl::block_allreduce_one_barrier<kRegisterThreads>(s, sum_parts);
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      scale_all(v[i], inv);
+      if (mine(i)) store_whole<P>(y + at + i * kRegisterThreads * P, v[i]);
+    }
   }
 }
 
@@ -64,9 +109,27 @@ inline int fullest_block(const std::array<int, 4>& blocks_per_sm) {
   return best;
 }
 
+// Step 3's register path with as many packs a thread (1 to kRegisterItems) as the row needs.
+template <class T, int kItems = 1>
+void launch_registers(const Problem& p, cudaStream_t s) {
+  constexpr std::int64_t P = 16 / sizeof(T);
+  if constexpr (kItems < kRegisterItems) {
+    if (p.cols > P * kRegisterThreads * kItems) return launch_registers<T, kItems + 1>(p, s);
+  }
+  const auto kernel = softmax_block_registers<T, kItems>;
+  static const int per_sm = blocks_per_sm(kernel, kRegisterThreads, 0);
+  const std::int64_t grid = std::min<std::int64_t>(p.rows, std::int64_t{per_sm} * kl::sm_count());
+  kernel<<<static_cast<unsigned>(grid), kRegisterThreads, 0, s>>>(static_cast<const T*>(p.x), static_cast<T*>(p.y),
+                                                                  p.rows, static_cast<int>(p.cols), p.scale);
+  CUDA_CHECK_LAUNCH();
+}
+
 // Step 3 for packs of Pack elements, in the block size that keeps the most threads resident.
 template <class T, int Pack>
 void launch_cached_t(const Problem& p, cudaStream_t s) {
+  constexpr int P = 16 / sizeof(T);
+  const bool fits = p.cols > kWarpMaxCols && p.cols <= P * kRegisterThreads * kRegisterItems;  // past step 2's rows
+  if (fits && kl::widest_pack(p.x, p.y, p.cols, sizeof(T)) == P) return launch_registers<T>(p, s);
   const std::size_t smem = cache_bytes<T, Pack>(p.cols);
   const std::array<int, 4> per_sm = {cached_blocks_per_sm<T, Pack, 128>(smem), cached_blocks_per_sm<T, Pack, 256>(smem),
                                      cached_blocks_per_sm<T, Pack, 512>(smem),
