@@ -1,5 +1,5 @@
-// Block-level reduction built from warp shuffles (lesson 03's hierarchy: registers -> warp shuffle
-// -> one shared-memory slot per warp -> the first warp). Used by lesson 03 onward.
+// Block-level reductions built from warp shuffles (lesson 03's hierarchy: registers -> warp shuffle
+// -> one shared-memory slot per warp -> the first warp, or every thread). Used by lesson 03 onward.
 #pragma once
 #include "common/warp.cuh"
 
@@ -29,11 +29,13 @@ __device__ __forceinline__ float block_allreduce(float v) {
   return v;
 }
 
-// The same allreduce with one barrier: each warp's partial goes to scratch[warp], and after the barrier
-// every thread combines all of them itself. scratch must not be written again before the next barrier
-// (a caller reducing twice in a row alternates two arrays).
+// The same allreduce with one barrier (blockDim.x must be kThreads): each warp's partial goes to
+// scratch[warp], and after the barrier every thread combines all of them itself. scratch must not be
+// written again until every thread has passed one more __syncthreads(): a caller reducing twice in a
+// row alternates two arrays (lesson 04, step 3).
 template <int kThreads, class Op = SumOp>
 __device__ __forceinline__ float block_allreduce_one_barrier(float v, float (&scratch)[kThreads / 32]) {
+  static_assert(kThreads % 32 == 0 && kThreads <= 1024, "block size must be a multiple of 32, at most 1024");
   v = warp_reduce<Op>(v);
   if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
   __syncthreads();

@@ -58,7 +58,10 @@ bool allow_large_smem(Kernel kernel) {
   return true;
 }
 
-// ---- introduced by step 2 (steps/02_warp_per_row.cuh), used again by step 5 -----------------------
+// ---- introduced by step 2 (steps/02_warp_per_row.cuh), used again by steps 3 and 5 ---------------
+
+constexpr int kWarpMaxPerLane = 64;                          // floats of the row one lane may hold in registers
+constexpr std::int64_t kWarpMaxCols = 32 * kWarpMaxPerLane;  // 2048: step 2's longest row, where step 3 takes over
 
 // v *= scale, element by element.
 template <int N>

@@ -42,7 +42,7 @@ namespace lesson05 {
 // to cover the memory latency (H100: ~3.3 TB/s x ~0.8 us = ~2.6 MB in flight, ~20 KB per SM).
 // Rows of at most kSmallRow logits (MoE routing) get a group of lanes sized to the row, which holds it
 // in registers (step 7; H100, 16384-65536 rows, f32 and f16: 0.16-0.82x the time of the better of steps 2
-// and 3 at V = 8 to 256 and K = 1 to 8, results/h100/lesson05_moe_templates.csv).
+// and 3 at V = 8, 64, 128, 200 and 256 and K = 1 to 8, results/h100/lesson05_moe_templates.csv).
 // Long rows: with a warp per row and K <= kLaneK, each lane's own best in registers (step 3); at K = 1
 // step 4's bound makes its threshold the row's max so far, as step 3's, and the two run within 2 %
 // of each other (H100, R = 4096), while at K = 2 step 3 takes up to 1.16x step 4's time. Otherwise the first of step 4

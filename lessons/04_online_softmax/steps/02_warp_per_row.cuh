@@ -10,9 +10,7 @@
 
 namespace lesson04 {
 
-constexpr int kWarpBlock = 128;                              // threads per block of step 2
-constexpr int kWarpMaxPerLane = 64;                          // floats of the row one lane may hold in registers
-constexpr std::int64_t kWarpMaxCols = 32 * kWarpMaxPerLane;  // 2048: step 2's longest row
+constexpr int kWarpBlock = 128;  // threads per block of step 2
 
 // How step 2 lays a row over a warp: `lanes` lanes per row (32 / lanes rows per warp when the row
 // is short), each holding `packs` packs of the row in registers.

@@ -7,7 +7,6 @@
 #include <string>
 
 #include "lessons/04_online_softmax/parts.cuh"
-#include "lessons/04_online_softmax/steps/02_warp_per_row.cuh"  // kWarpMaxCols
 
 namespace lesson04 {
 
@@ -38,7 +37,7 @@ constexpr int kRegisterThreads = 256;
 constexpr int kRegisterItems = 4;
 
 // Blocks that must fit on an SM, by floats a thread holds: as many as keep its registers from spilling.
-constexpr int register_min_blocks(int floats) { return floats <= 8 ? 8 : floats <= 24 ? 6 : 4; }
+constexpr int register_min_blocks(int floats) { return floats <= 24 ? 6 : 4; }
 template <class T, int kItems>
 __global__ void __launch_bounds__(kRegisterThreads, register_min_blocks(kItems * 16 / sizeof(T)))
     softmax_block_registers(const T* __restrict__ x, T* __restrict__ y, std::int64_t rows, int cols, float scale) {
@@ -109,8 +108,9 @@ inline int fullest_block(const std::array<int, 4>& blocks_per_sm) {
   return best;
 }
 
-// Step 3's register path with as many packs a thread (1 to kRegisterItems) as the row needs.
-template <class T, int kItems = 1>
+// Step 3's register path with as many packs a thread as the row needs: from the fewest a row past
+// kWarpMaxCols needs (3 f32, 2 f16) to kRegisterItems.
+template <class T, int kItems = static_cast<int>(kWarpMaxCols / (16 / sizeof(T) * kRegisterThreads)) + 1>
 void launch_registers(const Problem& p, cudaStream_t s) {
   constexpr std::int64_t P = 16 / sizeof(T);
   if constexpr (kItems < kRegisterItems) {

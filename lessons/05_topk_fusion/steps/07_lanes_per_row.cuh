@@ -1,6 +1,7 @@
 // Step 7: short rows (MoE routing: 8 to 256 experts a token), a row per group of lanes sized to the
 // row, the row held whole in the group's registers. Steps 2-4 stream a row through a warp's lists;
-// here each lane loads its 8 logits at once, sorts them, and the group takes K rounds of its heads' max.
+// here each lane loads its 8 logits at once, sorts them (at K <= 2 keeps its best K), and the group
+// takes K rounds of its heads' max.
 #pragma once
 #include <cstdint>
 
@@ -51,9 +52,9 @@ __device__ __forceinline__ void load_lane(const T* xr, int vocab, int c0, T (&ra
 // lane pops. Every lane of the group learns each round's winner; lane l keeps rounds l, l + G, ...
 // (won[j], j a compile-time index). Round 0's winner is the row's max m, so the sum s = sum of
 // e^(x - m) needs no running rescale: the lane's 8 terms, then a butterfly over the group. The lanes
-// write their winners side by side. G and S are template parameters, so every loop but the rounds'
-// unrolls and a round is one redux.sync or a butterfly of fixed width. A group past the last row runs
-// empty: its warp stays whole for the reductions.
+// write their winners side by side. G and S are template parameters: every loop but the rounds' (K, a
+// run-time value) is unrolled, and a round is one redux.sync (G = 32) or log2 G butterfly levels. A group past the last
+// row runs empty: its warp stays whole for the reductions.
 template <class T, int G, int S>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock)
     topk_lanes_per_row(const T* x, std::int64_t rows, int vocab, int k, bool packed, float* prob, int* idx) {
