@@ -53,8 +53,9 @@ __device__ __forceinline__ void load_lane(const T* xr, int vocab, int c0, T (&ra
 // (won[j], j a compile-time index). Round 0's winner is the row's max m, so the sum s = sum of
 // e^(x - m) needs no running rescale: the lane's 8 terms, then a butterfly over the group. The lanes
 // write their winners side by side. G and S are template parameters: every loop but the rounds' (K, a
-// run-time value) is unrolled, and a round is one redux.sync (G = 32) or log2 G butterfly levels. A group past the last
-// row runs empty: its warp stays whole for the reductions.
+// run-time value) is unrolled, and a round is one redux.sync (G = 32; two for a float's 64-bit keys)
+// or log2 G butterfly levels. A group past the last row runs empty: its warp stays whole for the
+// reductions.
 template <class T, int G, int S>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock)
     topk_lanes_per_row(const T* x, std::int64_t rows, int vocab, int k, bool packed, float* prob, int* idx) {
@@ -100,9 +101,13 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
   }
 }
 
-// Step 7 for rows of G lanes: S = K sorted slots a lane when K is 1 or 2, else all 8.
-template <class T, int G>
+// Step 7 for rows of G = lanes_per_row(V) lanes (found by doubling G from 1): S = K sorted slots a lane
+// when K is 1 or 2, else all 8.
+template <class T, int G = 1>
 void launch_group(const Problem& p, bool packed, cudaStream_t s) {
+  if constexpr (G < 32) {
+    if (G < lanes_per_row(p.vocab)) return launch_group<T, G * 2>(p, packed, s);
+  }
   constexpr int kThreads = 32 * kWarpsPerBlock;
   const auto blocks = static_cast<unsigned>((p.rows * G + kThreads - 1) / kThreads);
   auto launch = [&](auto kernel) {
@@ -117,29 +122,7 @@ inline void launch_lanes_per_row(const Problem& p, Workspace&, cudaStream_t s) {
   if (p.vocab > kMaxGroupRow)
     throw kl::NotSupported("step 7 holds a row in a group's registers: V <= " + std::to_string(kMaxGroupRow));
   const bool packed = p.vocab % kLogitsPerLane == 0 && reinterpret_cast<std::uintptr_t>(p.x) % 16 == 0;
-  with_type(p.dtype, [&](auto t) {
-    using T = decltype(t);
-    switch (lanes_per_row(p.vocab)) {
-      case 1:
-        launch_group<T, 1>(p, packed, s);
-        break;
-      case 2:
-        launch_group<T, 2>(p, packed, s);
-        break;
-      case 4:
-        launch_group<T, 4>(p, packed, s);
-        break;
-      case 8:
-        launch_group<T, 8>(p, packed, s);
-        break;
-      case 16:
-        launch_group<T, 16>(p, packed, s);
-        break;
-      default:
-        launch_group<T, 32>(p, packed, s);
-        break;
-    }
-  });
+  with_type(p.dtype, [&](auto t) { launch_group<decltype(t)>(p, packed, s); });
   CUDA_CHECK_LAUNCH();
 }
 
