@@ -69,7 +69,10 @@ __global__ void __launch_bounds__(kWarpBlock, warp_min_blocks(kPacks* Pack))
         kl::load_pack<Pack>(x + offset + col, v[k]);
         scale_all(v[k], scale);
 #pragma unroll
-        for (int i = 0; i < Pack; ++i) m = kl::max_nan(m, v[k][i]);
+        for (int i = 0; i < Pack; ++i) {  // 16-bit rows: twice the elements a byte, so one max.NaN each (NOTES.md)
+          if constexpr (sizeof(T) == 2) m = kl::max_nan_1op(m, v[k][i]);
+          else m = kl::max_nan(m, v[k][i]);
+        }
       } else {
 #pragma unroll
         for (int i = 0; i < Pack; ++i) v[k][i] = -INFINITY;  // e^(-inf - max) = 0: padding adds nothing
