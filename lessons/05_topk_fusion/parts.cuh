@@ -295,6 +295,7 @@ struct Selection {
   int cap;
   int count = 0;
   float threshold = NAN;
+  unsigned* hist = nullptr;  // the warp's 256 bins for radix_keep (kernels that keep by radix only)
 };
 
 // Keeps the k best candidates, sorted, at the front of the buffer and raises the threshold to the
@@ -305,6 +306,113 @@ __device__ __forceinline__ void keep_best(Selection& sel, int k, int lane) {
   if (sel.count != k) return;
   if constexpr (kBound) sel.threshold = fmaxf(sel.threshold, key_value(sel.buf[k - 1]));  // NaN: the other
   else sel.threshold = key_value(sel.buf[k - 1]);
+}
+
+// In one warp, over a 256-bin histogram (lane l reads bins 8l ... 8l + 7): the bin, counting down
+// from the top, that holds the need-th key, how many keys it holds and how many are above it; the
+// same in every lane. found is false when all the bins together hold fewer than need keys.
+struct KthBin {
+  int bin;
+  unsigned count, above;
+  bool found;
+};
+
+__device__ __forceinline__ KthBin kth_bin(const unsigned* hist, unsigned need, int lane) {
+  const uint4* four = reinterpret_cast<const uint4*>(hist) + 2 * lane;  // 2 loads, 2-way bank conflicts
+  const uint4 lo = four[0], hi = four[1];
+  const unsigned h[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  const unsigned own = h[0] + h[1] + h[2] + h[3] + h[4] + h[5] + h[6] + h[7];
+  unsigned upto = own;  // keys in this lane's bins and above (the lanes above hold the higher bins)
+  for (int offset = 1; offset < 32; offset *= 2) {
+    const unsigned up = __shfl_down_sync(kl::kFullMask, upto, offset);
+    if (lane + offset < 32) upto += up;
+  }
+  const bool here = upto - own < need && need <= upto;  // in one lane, unless fewer than need keys
+  unsigned above = upto - own, count = 0;               // in that lane: the keys above the bin, and in it
+  int bin = -1;
+#pragma unroll
+  for (int j = 7; j >= 0; --j) {  // down the lane's bins to the one where the count reaches need
+    const bool hit = bin < 0 && above + h[j] >= need;
+    above += bin < 0 && !hit ? h[j] : 0;
+    bin = hit ? 8 * lane + j : bin;
+    count = hit ? h[j] : count;
+  }
+  const int src = __ffs(__ballot_sync(kl::kFullMask, here)) - 1;
+  if (src < 0) return {-1, 0, 0, false};
+  return {__shfl_sync(kl::kFullMask, bin, src), __shfl_sync(kl::kFullMask, count, src),
+          __shfl_sync(kl::kFullMask, above, src), true};
+}
+
+// What radix_keep leaves: the candidates kept and the new threshold.
+struct Kept {
+  int count;
+  float threshold;
+};
+
+// Keeps the k best candidates at the front of the buffer, unsorted, and raises the threshold to the
+// k-th best logit, without sorting: step 8's radix select by one warp, over its own histogram. Pass by
+// pass, 8 bits at a time from the top, the keys on the prefix so far count their next digit, and
+// kth_bin finds the k-th key's bin; once that bin holds at most 32 keys, they are ranked against each
+// other. A few passes of one atomicAdd a key replace a bitonic sort of up to 512 keys (45 stages of
+// shared-memory exchanges); the sort after the row's last logit orders the k.
+// Inlined at every call: as a function call, the streaming loop around it kept values in local
+// memory across the call, loaded and stored on every iteration (SASS; the loop then ran slower).
+__device__ __forceinline__ Kept radix_keep(Key* buf, int n, float old_threshold, unsigned* hist, int k, int lane) {
+  if (n < k) return {n, old_threshold};
+  Key prefix = 0, threshold = 0;
+  unsigned need = k;
+  for (int shift = 56;; shift -= 8) {
+    for (int bin = lane; bin < 256; bin += 32) hist[bin] = 0;
+    __syncwarp();
+    for (int i = lane; i < n; i += 32) {
+      const Key key = buf[i];
+      if (shift == 56 || (key >> (shift + 8)) == (prefix >> (shift + 8)))
+        atomicAdd(&hist[static_cast<unsigned>(key >> shift) & 255u], 1u);
+    }
+    __syncwarp();
+    const KthBin b = kth_bin(hist, need, lane);  // found: n >= k keys
+    prefix |= Key(b.bin) << shift;
+    need -= b.above;
+    __syncwarp();           // every lane has read the histogram
+    if (b.count == need) {  // the bin's keys are exactly the ones still needed
+      threshold = prefix;
+      break;
+    }
+    if (b.count <= 32) {  // gather the bin's keys (over the histogram) and rank them
+      Key* const bin_keys = reinterpret_cast<Key*>(hist);
+      int gathered = 0;
+      for (int i0 = 0; i0 < n; i0 += 32) {
+        const Key key = i0 + lane < n ? buf[i0 + lane] : 0;
+        const bool in = i0 + lane < n && (key >> shift) == (prefix >> shift);
+        const unsigned mask = __ballot_sync(kl::kFullMask, in);
+        if (in) bin_keys[gathered + __popc(mask & ((1u << lane) - 1))] = key;
+        gathered += __popc(mask);
+      }
+      __syncwarp();
+      const Key mine = lane < gathered ? bin_keys[lane] : 0;
+      unsigned higher = 0;
+      for (int j = 0; j < gathered; ++j) higher += bin_keys[j] > mine;
+      const unsigned hit = __ballot_sync(kl::kFullMask, lane < gathered && higher == need - 1);  // keys are distinct
+      threshold = __shfl_sync(kl::kFullMask, mine, __ffs(hit) - 1);
+      __syncwarp();
+      break;
+    }
+  }
+  // Keys >= threshold to the front, in order (a lane writes only where every lane has read), and the
+  // smallest of them, the k-th best: threshold may be a bin's floor, below every key in the bin.
+  int kept = 0;
+  Key kth = ~Key{0};
+  for (int i0 = 0; i0 < n; i0 += 32) {
+    const Key key = i0 + lane < n ? buf[i0 + lane] : 0;
+    const bool in = i0 + lane < n && key >= threshold;
+    const unsigned mask = __ballot_sync(kl::kFullMask, in);
+    if (in) buf[kept + __popc(mask & ((1u << lane) - 1))] = key;
+    kept += __popc(mask);
+    kth = in ? min(kth, key) : kth;
+  }
+  for (int offset = 16; offset > 0; offset /= 2) kth = min(kth, __shfl_xor_sync(kl::kFullMask, kth, offset));
+  __syncwarp();
+  return {kept, key_value(kth)};
 }
 
 // Appends the lanes' keys that are `in` after the buffer's candidates, in lane order; the caller
@@ -395,7 +503,7 @@ __device__ __forceinline__ void raise_to_maxima(Selection& sel, float lane_max, 
 // would otherwise send every logit through the buffer and its sorts. With kBound (k <= kMaximaK) a
 // pack that passes first raises the threshold to the lanes' maxima (lane_max: this lane's, this pack
 // included), and most packs then fail the vote after all.
-template <bool kBound, class T, int P>
+template <bool kBound, bool kRadix, class T, int P>
 __device__ __forceinline__ void offer_pack(Selection& sel, bool valid, const kl::Pack<T, P>& raw, float pack_max,
                                            float lane_max, int i0, int k, int lane) {
   if (!__any_sync(kl::kFullMask, valid && !(pack_max <= sel.threshold))) return;
@@ -410,7 +518,13 @@ __device__ __forceinline__ void offer_pack(Selection& sel, bool valid, const kl:
   for (int i = 0; i < P; ++i) marked |= valid && !(v[i] <= sel.threshold) ? 1u << i : 0u;
   int incoming = 32 * P;  // at most
   if (k > kFullSortK) incoming = warp_sum(__popc(marked));
-  if (sel.count + incoming > sel.cap) keep_best<kBound>(sel, k, lane);
+  if (sel.count + incoming > sel.cap) {
+    if constexpr (kRadix) {
+      const Kept kept = radix_keep(sel.buf, sel.count, sel.threshold, sel.hist, k, lane);
+      sel.count = kept.count;
+      sel.threshold = kept.threshold;
+    } else keep_best<kBound>(sel, k, lane);
+  }
   while (__any_sync(kl::kFullMask, marked != 0)) {
     const int i = __ffs(marked) - 1;
     float x = v[0];
@@ -453,7 +567,7 @@ __device__ __forceinline__ void seed_threshold(Selection& sel, bool valid, const
 // short loop, so the 4 packs of 8 halves fit the instruction cache (NOTES.md: the choice for 16-bit rows).
 constexpr int kInFlight = 4;
 
-template <bool kBound, class T>
+template <bool kBound, bool kRadix = false, class T>
 __device__ __forceinline__ void scan_select(const T* row, int begin, int end, int t, int nt, float& m, float& s,
                                             Selection& sel, int k, int lane) {
   constexpr int P = kPack<T>;
@@ -481,7 +595,7 @@ __device__ __forceinline__ void scan_select(const T* row, int begin, int end, in
       kl::to_floats(raw[u], v);
       const float pack_max = add_pack_to_sum(m, s, v);
       if (u == 0 && first == 0) seed_threshold(sel, q < packs, raw[u], body + q * P, k, lane);
-      offer_pack<kBound>(sel, q < packs, raw[u], pack_max, m, body + q * P, k, lane);
+      offer_pack<kBound, kRadix>(sel, q < packs, raw[u], pack_max, m, body + q * P, k, lane);
     }
   }
   single(begin, split.head);  // after the seeding, which needs the buffer empty
@@ -763,36 +877,17 @@ __device__ Key radix_threshold(const Key (&keys)[N], int k, RadixShared& sh) {
       if (in) atomicAdd(&hist[static_cast<unsigned>(keys[i] >> shift) & 255u], 1u);
     }
     __syncthreads();
-    if (t < 32) {  // lane l holds bins 8l ... 8l + 7; the keys above its bins are in the lanes above
-      const uint4* four = reinterpret_cast<const uint4*>(hist) + 2 * lane;  // 2 loads, 2-way bank conflicts
-      const uint4 lo = four[0], hi = four[1];
-      const unsigned h[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-      const unsigned own = h[0] + h[1] + h[2] + h[3] + h[4] + h[5] + h[6] + h[7];
-      unsigned upto = own;  // keys in this lane's bins and above
-      for (int offset = 1; offset < 32; offset *= 2) {
-        const unsigned up = __shfl_down_sync(kl::kFullMask, upto, offset);
-        if (lane + offset < 32) upto += up;
-      }
-      const bool here = upto - own < need && need <= upto;  // in one lane, unless fewer than need keys
-      unsigned above = upto - own, count = 0;               // in that lane: the keys above the bin, and in it
-      int bin = -1;
-#pragma unroll
-      for (int j = 7; j >= 0; --j) {  // down the lane's bins to the one where the count reaches need
-        const bool hit = bin < 0 && above + h[j] >= need;
-        above += bin < 0 && !hit ? h[j] : 0;
-        bin = hit ? 8 * lane + j : bin;
-        count = hit ? h[j] : count;
-      }
-      const int src = __ffs(__ballot_sync(kl::kFullMask, here)) - 1;
+    if (t < 32) {
+      const KthBin b = kth_bin(hist, need, lane);
       Key next = 1;  // fewer than k keys (first pass only): threshold 1 takes every non-empty one
-      if (src >= 0) {
-        count = __shfl_sync(kl::kFullMask, count, src);
-        need -= __shfl_sync(kl::kFullMask, above, src);
-        next = prefix | Key(__shfl_sync(kl::kFullMask, bin, src)) << shift;
+      if (b.found) {
+        need -= b.above;
+        next = prefix | Key(b.bin) << shift;
       }
+      const unsigned count = b.count;
       if (lane == 0) {
         sh.prefix = next;
-        sh.done = src < 0 || count == need ? kFound : count <= kRankKeys ? kRank : kPassOn;
+        sh.done = !b.found || count == need ? kFound : count <= kRankKeys ? kRank : kPassOn;
         sh.need = need;
         sh.count = 0;  // keep_winners counts from 0
         sh.ranked = 0;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <set>
 #include <string>
@@ -197,13 +198,19 @@ struct SpecialCase {
   int vocab, k;
 };
 
-// special_shapes() at K = 1 and 2 (step 7 keeps one or two slots a lane there) and at min(V, k_most).
-std::vector<SpecialCase> special_cases(int k_most) {
+// special_shapes() at K = 1 and 2 (step 7 keeps one or two slots a lane there) and at min(V, k) for
+// each k of larger (past kMaximaK = 16: step 4 keeps its buffer's best by radix_keep).
+std::vector<SpecialCase> special_cases(std::initializer_list<int> larger) {
   std::vector<SpecialCase> cases;
-  for (const auto& [rows, vocab] : special_shapes())
-    for (int k : {1, 2, std::min(vocab, k_most)})
-      if (k <= vocab && (cases.empty() || cases.back().vocab != vocab || cases.back().k != k))
-        cases.push_back({rows, vocab, k});
+  for (const auto& [rows, vocab] : special_shapes()) {
+    const int v = vocab;  // a lambda may not capture a structured binding before C++20
+    std::vector<int> ks = {1, 2};
+    for (int k : larger) ks.push_back(std::min(v, k));
+    for (int k : ks)
+      if (k <= v &&
+          std::none_of(cases.begin(), cases.end(), [&](const SpecialCase& c) { return c.vocab == v && c.k == k; }))
+        cases.push_back({rows, v, k});
+  }
   return cases;
 }
 
@@ -792,7 +799,7 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE("-inf is never picked while K finite values exist; with fewer, -inf fills in by index with p = 0") {
-    for (const SpecialCase& c : special_cases(10)) {
+    for (const SpecialCase& c : special_cases({10, 50})) {
       const std::int64_t rows = c.rows;
       const int vocab = c.vocab, k = c.k;
       auto x = kl::normal_floats(rows * vocab, 0, 2, kl::seed_for(540 + vocab));
@@ -833,7 +840,7 @@ TEST_SUITE("gpu") {
   }
 
   TEST_CASE("a NaN makes its row's probabilities NaN (+inf too); steps 2-9 rank those positions first") {
-    for (const SpecialCase& c : special_cases(5)) {
+    for (const SpecialCase& c : special_cases({5, 50})) {
       const std::int64_t rows = c.rows;
       const int vocab = c.vocab, k = c.k;
       auto x = kl::normal_floats(rows * vocab, 0, 2, kl::seed_for(550 + vocab));
