@@ -176,7 +176,7 @@ __device__ __forceinline__ float exp_sum(const T* src, const RowPacks<Pack>& r, 
     float v[N];
     kl::load_pack<N>(src + c, v);
 #pragma unroll
-    for (int i = 0; i < N; ++i) s += kl::fast_exp(v[i] * scale - m);
+    for (int i = 0; i < N; ++i) s += kl::exp_ftz(v[i] * scale - m);
   });
   return s;
 }
@@ -191,7 +191,7 @@ __device__ __forceinline__ void store_probs(const T* src, T* y, const RowPacks<P
     float v[N];
     kl::load_pack<N>(src + c, v);
 #pragma unroll
-    for (int i = 0; i < N; ++i) v[i] = kl::fast_exp(v[i] * scale - m) * inv;
+    for (int i = 0; i < N; ++i) v[i] = kl::exp_ftz(v[i] * scale - m) * inv;
     store_whole<N>(y + c, v);
   });
 }

@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(kWarpBlock, warp_min_blocks(kPacks* Pack))
 #pragma unroll
     for (int k = 0; k < kPacks; ++k) {
 #pragma unroll
-      for (int i = 0; i < Pack; ++i) s += v[k][i] = kl::fast_exp(v[k][i] - m);
+      for (int i = 0; i < Pack; ++i) s += v[k][i] = kl::exp_ftz(v[k][i] - m);
     }
     s = group_allreduce<kl::SumOp>(s, lanes);
     const float inv = 1.f / s;

@@ -47,26 +47,34 @@ __global__ void __launch_bounds__(kRegisterThreads, register_min_blocks(kItems *
   auto mine = [&](int i) { return i * kRegisterThreads + static_cast<int>(threadIdx.x) < packs; };
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const std::int64_t at = row * cols + threadIdx.x * P;  // pack i of this thread: at + i * kRegisterThreads * P
-    kl::Pack<T, P> raw[kItems] = {};
+    // Every load issued before any is used. A pack past the row's end loads the row's first pack
+    // again and is dropped whole (its max and sum), not by element: merging -inf into the missing
+    // halves of a 16-bit pack cost a byte permute each.
+    kl::Pack<T, P> raw[kItems];
 #pragma unroll
-    for (int i = 0; i < kItems; ++i)  // every load issued before any is used
-      if (mine(i)) raw[i] = kl::load_raw<P>(x + at + i * kRegisterThreads * P);
+    for (int i = 0; i < kItems; ++i)
+      raw[i] = kl::load_raw<P>(x + (mine(i) ? at + i * kRegisterThreads * P : row * cols));
     float v[kItems][P], m = -INFINITY;
 #pragma unroll
     for (int i = 0; i < kItems; ++i) {
       kl::to_floats(raw[i], v[i]);
+      float pm = -INFINITY;
 #pragma unroll
       for (int j = 0; j < P; ++j) {
-        v[i][j] = mine(i) ? v[i][j] * scale : -INFINITY;  // e^(-inf - m) = 0: padding adds nothing
-        m = kl::max_nan_1op(m, v[i][j]);
+        v[i][j] *= scale;
+        pm = kl::max_nan_1op(pm, v[i][j]);
       }
+      m = kl::max_nan_1op(m, mine(i) ? pm : -INFINITY);
     }
     m = kl::block_allreduce_one_barrier<kRegisterThreads, kl::MaxOp>(m, max_parts);
     float s = 0.f;
 #pragma unroll
-    for (int i = 0; i < kItems; ++i)
+    for (int i = 0; i < kItems; ++i) {
+      float ps = 0.f;
 #pragma unroll
-      for (int j = 0; j < P; ++j) s += v[i][j] = kl::fast_exp(v[i][j] - m);
+      for (int j = 0; j < P; ++j) ps += v[i][j] = kl::exp_ftz(v[i][j] - m);
+      s += mine(i) ? ps : 0.f;
+    }
     const float inv = 1.f / kl::block_allreduce_one_barrier<kRegisterThreads>(s, sum_parts);
 #pragma unroll
     for (int i = 0; i < kItems; ++i) {

@@ -18,7 +18,7 @@ __device__ __forceinline__ kl::MaxSum pack_stats(const float (&v)[N]) {
   if (m == -INFINITY) return {m, 0.f};
   float s = 0.f;
 #pragma unroll
-  for (int i = 0; i < N; ++i) s += kl::fast_exp(v[i] - m);
+  for (int i = 0; i < N; ++i) s += kl::exp_ftz(v[i] - m);
   return {m, s};
 }
 
