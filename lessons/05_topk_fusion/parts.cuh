@@ -209,18 +209,27 @@ inline unsigned warp_grid(std::int64_t rows) {
 // e^-inf = 0. One max.NaN instruction per logit (kl::max_nan_1op), at most one rescale, and P
 // exponentials without __expf's subnormal fix-up (kl::exp_ftz: a term below 2^-126 next to the
 // max's term 1 changes no float sum).
-template <int P>
-__device__ __forceinline__ float add_pack_to_sum(float& m, float& s, const float (&v)[P]) {
+// kDrop: the pack may lie past the row's end (valid false) and then adds nothing.
+template <bool kDrop = false, int P>
+__device__ __forceinline__ float add_pack_to_sum(float& m, float& s, const float (&v)[P], bool valid = true) {
   float pm = v[0];
 #pragma unroll
   for (int i = 1; i < P; ++i) pm = kl::max_nan_1op(pm, v[i]);
+  if constexpr (kDrop) pm = valid ? pm : -INFINITY;
   if (pm > m) {
     s *= kl::exp_ftz(m - pm);
     m = pm;
   }
   const float base = m == -INFINITY ? 0.f : m;
+  if constexpr (kDrop) {
+    float ps = 0.f;
 #pragma unroll
-  for (int i = 0; i < P; ++i) s += kl::exp_ftz(v[i] - base);
+    for (int i = 0; i < P; ++i) ps += kl::exp_ftz(v[i] - base);
+    s += valid ? ps : 0.f;
+  } else {
+#pragma unroll
+    for (int i = 0; i < P; ++i) s += kl::exp_ftz(v[i] - base);
+  }
   return pm;
 }
 
@@ -573,6 +582,9 @@ __device__ __forceinline__ void scan_select(const T* row, int begin, int end, in
   constexpr int P = kPack<T>;
   const kl::PackSplit<P, T, int> split(row + begin, end - begin);
   const int body = begin + split.head, packs = split.packs, tail = body + packs * P;
+  // A lane past the last pack: 16-bit rows load pack 0 again (cached) and drop it whole, as a byte
+  // permute per half would merge -inf in; f32 rows take -inf, one move per logit.
+  constexpr bool kRefill = sizeof(T) == 2;
   const auto single = [&](int at, int count) {
     const bool has = t < count;
     const float v = has ? kl::to_float(row[at + t]) : -INFINITY;
@@ -584,7 +596,8 @@ __device__ __forceinline__ void scan_select(const T* row, int begin, int end, in
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u) {
       const int q = first + u * nt + t;
-      if (q < packs) raw[u] = kl::load_raw<P>(row + body + q * P);
+      if constexpr (kRefill) raw[u] = kl::load_raw<P>(row + body + (q < packs ? q : 0) * P);
+      else if (q < packs) raw[u] = kl::load_raw<P>(row + body + q * P);
       else
         for (T& x : raw[u].v) x = kl::from_float<T>(-INFINITY);
     }
@@ -593,7 +606,7 @@ __device__ __forceinline__ void scan_select(const T* row, int begin, int end, in
       const int q = first + u * nt + t;
       float v[P];
       kl::to_floats(raw[u], v);
-      const float pack_max = add_pack_to_sum(m, s, v);
+      const float pack_max = add_pack_to_sum<kRefill>(m, s, v, q < packs);
       if (u == 0 && first == 0) seed_threshold(sel, q < packs, raw[u], body + q * P, k, lane);
       offer_pack<kBound, kRadix>(sel, q < packs, raw[u], pack_max, m, body + q * P, k, lane);
     }
@@ -652,14 +665,18 @@ template <class T, bool kBound>
 __global__ void __launch_bounds__(kBlockThreads, 4)
     topk_block(const T* x, int vocab, int k, int slices, int slice, float* prob, int* idx, Key* part_keys,
                float2* part_stats) {
+  constexpr bool kRadix = !kBound;  // as step 4: past kMaximaK a warp keeps its buffer's K best by radix_keep
   __shared__ Key buffers[kBlockWarps * kCap<T>];
+  __shared__ alignas(16) unsigned hists[kRadix ? kBlockWarps * 256 : 1];
   __shared__ float2 warp_ms[kBlockWarps];
   const std::int64_t row = blockIdx.x / slices;
   const int begin = static_cast<int>(blockIdx.x % slices) * slice, end = min(vocab, begin + slice);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   Selection sel{buffers + warp * kCap<T>, kCap<T>};
+  sel.hist = hists + (kRadix ? warp * 256 : 0);
   float m = -INFINITY, s = 0.f;
-  scan_select<kBound>(x + row * vocab, begin, end, static_cast<int>(threadIdx.x), kBlockThreads, m, s, sel, k, lane);
+  scan_select<kBound, kRadix>(x + row * vocab, begin, end, static_cast<int>(threadIdx.x), kBlockThreads, m, s, sel, k,
+                              lane);
   keep_best(sel, k, lane);  // the warp's k best (key 0 where it saw fewer) at the front of its buffer
   warp_stats(m, s);
   if (lane == 0) warp_ms[warp] = make_float2(m, s);
