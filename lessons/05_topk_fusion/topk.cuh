@@ -44,7 +44,7 @@ namespace lesson05 {
 // in registers (step 7; H100, 16384-65536 rows, f32 and f16: 0.16-0.82x the time of the better of steps 2
 // and 3 at V = 8, 64, 128, 200 and 256 and K = 1 to 8, results/h100/lesson05_moe_templates.csv).
 // Long rows: with a warp per row and K <= kLaneK, each lane's own best in registers (step 3); at K = 1
-// step 4's bound makes its threshold the row's max so far, as step 3's, and the two run within 2 %
+// step 4's bound makes its threshold the row's max so far, as step 3's, and the two run within 4 %
 // of each other (H100, R = 4096), while at K = 2 step 3 takes up to 1.16x step 4's time. Otherwise the first of step 4
 // (R warps) and step 5 (8 R warps) whose warps reach a quarter of the wanted ones (H100, V = 128256, K = 50: at R =
 // 1024 step 5 took 1.14-1.56x the time of step 4, at R = 256 0.40-0.52x), else step 8, whose radix selects cost each
