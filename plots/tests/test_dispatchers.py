@@ -47,6 +47,25 @@ class DispatcherCheck(unittest.TestCase):
         rows = [row("1", "a", 1.0), row("2", "dispatch", 2.0), row("2", "dispatch", 1.0)]
         self.assertEqual(cd.slow_cells(rows), [])
 
+    def test_known_cells_reported_not_counted_and_stale_entries_fail(self):
+        import csv
+        import tempfile
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        with tempfile.NamedTemporaryFile("w", suffix=".csv", dir=root, delete=False, newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(row("1", "a", 1.0)))
+            w.writeheader()
+            for r in [row("1", "a", 0.50), row("2", "dispatch", 0.60), row("1", "a", 0.50, shape="R=2"),
+                      row("2", "dispatch", 0.50, shape="R=2")]:
+                w.writerow(r)
+        try:
+            rel = os.path.relpath(f.name, root)
+            self.assertEqual(cd.main(["x", f.name], known={}), 1)  # R=1 is slow
+            self.assertEqual(cd.main(["x", f.name], known={(rel, "f32", "R=1"): "why"}), 0)
+            # R=2 is not slow: its entry is stale
+            self.assertEqual(cd.main(["x", f.name], known={(rel, "f32", "R=1"): "why", (rel, "f32", "R=2"): "why"}), 1)
+        finally:
+            os.unlink(f.name)
+
     def test_every_committed_csv(self):
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         paths = cd.committed_csvs(root)
