@@ -10,9 +10,8 @@
 
 namespace lesson04 {
 
-// Step 3: a block owns a row; its one pass over global memory keeps the row in shared memory, and
-// the max, sum and store passes read it from there. One read, one write, for rows of any length
-// up to the shared memory of a block.
+// Step 3: a block owns a row; its one pass over global memory keeps the row in shared memory, and the
+// max, sum and store passes read it from there: one read, one write, rows up to a block's shared memory.
 template <class T, int Pack, int kThreads>
 __global__ void __launch_bounds__(kThreads, kFullSmThreads / kThreads)
     softmax_block_cached(const T* __restrict__ x, T* __restrict__ y, std::int64_t rows, int cols, float scale) {
@@ -47,9 +46,8 @@ __global__ void __launch_bounds__(kRegisterThreads, register_min_blocks(kItems *
   auto mine = [&](int i) { return i * kRegisterThreads + static_cast<int>(threadIdx.x) < packs; };
   for (std::int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const std::int64_t at = row * cols + threadIdx.x * P;  // pack i of this thread: at + i * kRegisterThreads * P
-    // Every load issued before any is used. A pack past the row's end loads the row's first pack
-    // again and is dropped whole (its max and sum), not by element: merging -inf into the missing
-    // halves of a 16-bit pack cost a byte permute each.
+    // Every load issued before any is used. A pack past the row's end loads the row's first pack again
+    // and is dropped whole (its max and sum): merging -inf into a 16-bit pack's halves cost a permute each.
     kl::Pack<T, P> raw[kItems];
 #pragma unroll
     for (int i = 0; i < kItems; ++i)
@@ -84,8 +82,7 @@ __global__ void __launch_bounds__(kRegisterThreads, register_min_blocks(kItems *
   }
 }
 
-// Blocks of kThreads that fit on an SM with smem bytes of shared memory each (after opting in to
-// more than 48 KiB, once per kernel).
+// Blocks of kThreads that fit an SM with smem bytes of shared memory each (opted in past 48 KiB once).
 template <class T, int Pack, int kThreads>
 int cached_blocks_per_sm(std::size_t smem) {
   static const bool ready = allow_large_smem(softmax_block_cached<T, Pack, kThreads>);
@@ -93,8 +90,7 @@ int cached_blocks_per_sm(std::size_t smem) {
   return blocks_per_sm(softmax_block_cached<T, Pack, kThreads>, kThreads, smem);
 }
 
-// One launch of step 3 for element type T, packs of Pack elements and blocks of kThreads
-// (softmax.cuh picks the block size); per_sm blocks on every SM, each taking rows in turn.
+// One launch of step 3 (T, Pack, kThreads): per_sm blocks on every SM, each taking rows in turn.
 template <class T, int Pack, int kThreads>
 void run_cached(const Problem& p, std::size_t smem, int per_sm, cudaStream_t s) {
   const std::int64_t grid = std::min<std::int64_t>(p.rows, std::int64_t{per_sm} * kl::sm_count());
@@ -103,12 +99,9 @@ void run_cached(const Problem& p, std::size_t smem, int per_sm, cudaStream_t s) 
   CUDA_CHECK_LAUNCH();
 }
 
-// Step 3's block size: the occupancy of each size for this row's shared memory decides.
+// Step 3's block size: of these, the smallest that keeps the most threads resident per SM, given how
+// many blocks of each fit. Smaller blocks at the same occupancy overlap their load, reduce and store.
 constexpr std::array<int, 4> kBlockSizes = {128, 256, 512, 1024};
-
-// Of the block sizes, the smallest that keeps the most threads resident per SM, given how many
-// blocks of each fit (occupancy). Smaller blocks at the same occupancy mean more blocks per SM,
-// whose load, reduce and store phases overlap.
 inline int fullest_block(const std::array<int, 4>& blocks_per_sm) {
   int best = 0;
   for (int i = 1; i < 4; ++i)
@@ -116,8 +109,7 @@ inline int fullest_block(const std::array<int, 4>& blocks_per_sm) {
   return best;
 }
 
-// Step 3's register path with as many packs a thread as the row needs: from the fewest a row past
-// kWarpMaxCols needs (3 f32, 2 f16) to kRegisterItems.
+// Step 3's register path with as many packs a thread as the row needs: 3 (f32) or 2 (f16) up to kRegisterItems.
 template <class T, int kItems = static_cast<int>(kWarpMaxCols / (16 / sizeof(T) * kRegisterThreads)) + 1>
 void launch_registers(const Problem& p, cudaStream_t s) {
   constexpr std::int64_t P = 16 / sizeof(T);
