@@ -221,15 +221,11 @@ __device__ __forceinline__ float add_pack_to_sum(float& m, float& s, const float
     m = pm;
   }
   const float base = m == -INFINITY ? 0.f : m;
-  if constexpr (kDrop) {
-    float ps = 0.f;
+  float ps = 0.f;
+  float& sum = kDrop ? ps : s;  // kDrop: the pack's sum apart, added only if valid
 #pragma unroll
-    for (int i = 0; i < P; ++i) ps += kl::exp_ftz(v[i] - base);
-    s += valid ? ps : 0.f;
-  } else {
-#pragma unroll
-    for (int i = 0; i < P; ++i) s += kl::exp_ftz(v[i] - base);
-  }
+  for (int i = 0; i < P; ++i) sum += kl::exp_ftz(v[i] - base);
+  if constexpr (kDrop) s += valid ? ps : 0.f;
   return pm;
 }
 
@@ -317,6 +313,14 @@ __device__ __forceinline__ void keep_best(Selection& sel, int k, int lane) {
   else sel.threshold = key_value(sel.buf[k - 1]);
 }
 
+// Writes the lanes' keys that are `in` at dst[count], dst[count + 1], ... in lane order, and adds
+// their number to count (the same in every lane).
+__device__ __forceinline__ void compact(Key* dst, int& count, bool in, Key key, int lane) {
+  const unsigned mask = __ballot_sync(kl::kFullMask, in);
+  if (in) dst[count + __popc(mask & ((1u << lane) - 1))] = key;
+  count += __popc(mask);
+}
+
 // In one warp, over a 256-bin histogram (lane l reads bins 8l ... 8l + 7): the bin, counting down
 // from the top, that holds the need-th key, how many keys it holds and how many are above it; the
 // same in every lane. found is false when all the bins together hold fewer than need keys.
@@ -392,10 +396,7 @@ __device__ __forceinline__ Kept radix_keep(Key* buf, int n, float old_threshold,
       int gathered = 0;
       for (int i0 = 0; i0 < n; i0 += 32) {
         const Key key = i0 + lane < n ? buf[i0 + lane] : 0;
-        const bool in = i0 + lane < n && (key >> shift) == (prefix >> shift);
-        const unsigned mask = __ballot_sync(kl::kFullMask, in);
-        if (in) bin_keys[gathered + __popc(mask & ((1u << lane) - 1))] = key;
-        gathered += __popc(mask);
+        compact(bin_keys, gathered, i0 + lane < n && (key >> shift) == (prefix >> shift), key, lane);
       }
       __syncwarp();
       const Key mine = lane < gathered ? bin_keys[lane] : 0;
@@ -427,9 +428,7 @@ __device__ __forceinline__ Kept radix_keep(Key* buf, int n, float old_threshold,
 // Appends the lanes' keys that are `in` after the buffer's candidates, in lane order; the caller
 // keeps 32 slots free.
 __device__ __forceinline__ void append(Selection& sel, bool in, Key key, int lane) {
-  const unsigned mask = __ballot_sync(kl::kFullMask, in);
-  if (in) sel.buf[sel.count + __popc(mask & ((1u << lane) - 1))] = key;
-  sel.count += __popc(mask);
+  compact(sel.buf, sel.count, in, key, lane);
 }
 
 // One logit per lane (valid = false: the lane has none): in if not below the threshold (NaN is
