@@ -29,14 +29,6 @@ FLOOR_MS = 0.0005  # and 0.5 us: the resolution cudaEventElapsedTime documents, 
 KNOWN = {
     ("results/h100/lesson04.csv", "f16", "MxK=32768x2048"):
         "lesson 04 NOTES, 'e^x in two instructions': step 3 passed step 2 there; lesson 07 calls this softmax",
-    ("results/h100/lesson05.csv", "f16", "RxVxK=4096x50257x1"):
-        "lesson 05 NOTES, 'Steps 5 and 6 keep by radix too': step 4 passed step 3 at K = 1",
-    ("results/h200/lesson05.csv", "f16", "RxVxK=4096x50257x1"):
-        "lesson 05 NOTES, 'Steps 5 and 6 keep by radix too': step 4 passed step 3 at K = 1",
-    ("results/h200/lesson05.csv", "f16", "RxVxK=4096x128256x1"):
-        "lesson 05 NOTES, 'Steps 5 and 6 keep by radix too': step 4 passed step 3 at K = 1",
-    ("results/h200/lesson05.csv", "f32", "RxVxK=4096x50257x1"):
-        "lesson 05 NOTES, 'Steps 5 and 6 keep by radix too': step 4 passed step 3 at K = 1",
 }
 
 

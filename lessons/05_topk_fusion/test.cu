@@ -463,7 +463,7 @@ TEST_CASE(
   CHECK(choose_step(1, 4097, 10, kH100Sms) == 8);
   CHECK(choose_step(8, 128256, 1, kH100Sms) == 8);
   CHECK(choose_step(4096, 50257, 2, kH100Sms) == 4);   // K = 2: step 4, with its bound
-  CHECK(choose_step(4096, 128256, 1, kH100Sms) == 3);  // K = 1: a lane's own best in registers
+  CHECK(choose_step(4096, 128256, 1, kH100Sms) == 4);  // K = 1 too: step 4's bound tracks the row's max
   CHECK(choose_step(4096, 50257, 1, kH100Sms) == 3);
   CHECK(choose_step(4096, 50257, 3, kH100Sms) == 4);
   CHECK(choose_step(2111, 50257, 1, kH100Sms) == 4);

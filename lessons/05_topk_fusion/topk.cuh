@@ -12,7 +12,7 @@
 //   6    split_row              a row split over blocks + a second kernel merging the slices (decode)
 //   7    lanes_per_row          short rows (MoE routing): a row in the registers of a group of 1-32 lanes
 //   8    radix_select           decode: slices select their K best by a block radix histogram, a block per row merges
-//   9    dispatch               picks step 2, 3, 4, 5, 7 or 8 by R, V, K and dtype
+//   9    dispatch               picks step 4, 5, 7 or 8 by R, V and K
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -43,23 +43,20 @@ namespace lesson05 {
 // Rows of at most kSmallRow logits (MoE routing) get a group of lanes sized to the row, which holds it
 // in registers (step 7; H100, 16384-65536 rows, f32 and f16: 0.16-0.82x the time of the better of steps 2
 // and 3 at V = 8, 64, 128, 200 and 256 and K = 1 to 8, results/h100/lesson05_moe_templates.csv).
-// Long rows: with a warp per row and K <= kLaneK, each lane's own best in registers (step 3); at K = 1
-// step 4's bound makes its threshold the row's max so far, as step 3's, and the two run within 4 %
-// of each other (H100, R = 4096), while at K = 2 step 3 takes up to 1.16x step 4's time. Otherwise the first of step 4
-// (R warps) and step 5 (8 R warps) whose warps reach a quarter of the wanted ones (H100, V = 128256, K = 50: at R =
-// 1024 step 5 took 1.14-1.56x the time of step 4, at R = 256 0.40-0.52x), else step 8, whose radix selects cost each
-// row's blocks a fixed number of passes (20 us at R = 1, 63 at R = 64, 196 at R = 256 against step 5's 88-118).
+// Long rows, at every K (at K = 1 step 4's bound keeps the row's max so far as step 3's lanes do, and
+// ran within 4 % of it or faster): the first of step 4 (R warps) and step 5 (8 R warps) whose warps
+// reach a quarter of the wanted ones (H100, V = 128256, K = 50: at R = 1024 step 5 took 1.14-1.56x the
+// time of step 4, at R = 256 0.40-0.52x), else step 8, whose radix selects cost each row's blocks a
+// fixed number of passes (20 us at R = 1, 63 at R = 64, 196 at R = 256 against step 5's 88-118).
 constexpr int kWantedWarpsPerSm = 16;
 constexpr int kEnoughShare = 4;
 constexpr int kShortRow = 4096;
 constexpr int kSmallRow = 256;
-constexpr int kLaneK = 1;
 static_assert(kSmallRow <= kMaxGroupRow, "the dispatcher sends step 7 only rows its groups hold");
 
 inline int choose_step(std::int64_t rows, int vocab, int k, int sms) {
   const std::int64_t wanted = std::int64_t{sms} * kWantedWarpsPerSm, enough = wanted / kEnoughShare;
   if (vocab <= kSmallRow) return 7;
-  if (rows >= wanted && vocab > kShortRow && k <= kLaneK) return 3;
   if (vocab <= kShortRow || rows >= enough) return 4;
   if (rows * kBlockWarps >= enough) return 5;
   return 8;
@@ -104,7 +101,7 @@ inline const std::vector<Step> kSteps = {
              Launch{launch_lanes_per_row, true}),
     kl::step("radix_select", "decode: slices select their K best by a block radix histogram, a block per row merges",
              Launch{launch_radix_select, true}),
-    kl::step("dispatch", "picks step 2, 3, 4, 5, 7 or 8 by R, V, K and dtype", Launch{launch_dispatch, true}),
+    kl::step("dispatch", "picks step 4, 5, 7 or 8 by R, V and K", Launch{launch_dispatch, true}),
 };
 
 inline constexpr int kDispatchStep = 9;
