@@ -26,10 +26,7 @@ FLOOR_MS = 0.0005  # and 0.5 us: the resolution cudaEventElapsedTime documents, 
 
 
 # (CSV relative to the repository, dtype, shape): where the cell is measured and why its rule stays
-KNOWN = {
-    ("results/h100/lesson04.csv", "f16", "MxK=32768x2048"):
-        "lesson 04 NOTES, 'e^x in two instructions': step 3 passed step 2 there; lesson 07 calls this softmax",
-}
+KNOWN = {}
 
 
 def slow_cells(rows, tolerance=TOLERANCE):

@@ -515,6 +515,7 @@ TEST_SUITE("gpu") {
       for (float scale : {0.125f, -1.f, 0.f}) {
         CAPTURE(scale);
         check_all_steps<float>(x, rows, cols, scale);
+        check_all_steps<__half>(quantize<__half>(x), rows, cols, scale);
         check_all_steps<__nv_bfloat16>(quantize<__nv_bfloat16>(x), rows, cols, scale);
       }
     }

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "lessons/04_online_softmax/parts.cuh"
 
@@ -18,22 +19,25 @@ struct WarpShape {
   int lanes, packs;
 };
 
-inline int next_pow2(std::int64_t n) {
-  int p = 1;
-  while (p < n) p *= 2;
-  return p;
-}
-
 inline WarpShape warp_shape(std::int64_t cols, int pack) {
   const std::int64_t packs_in_row = (cols + pack - 1) / pack;
-  if (packs_in_row <= 32) return {next_pow2(packs_in_row), 1};
-  return {32, next_pow2((packs_in_row + 31) / 32)};
+  const bool short_row = packs_in_row <= 32;
+  int p = 1;  // lanes a row (short rows) or packs a lane, rounded up to a power of two
+  while (p < (short_row ? packs_in_row : (packs_in_row + 31) / 32)) p *= 2;
+  return short_row ? WarpShape{p, 1} : WarpShape{32, p};
 }
 
-// Blocks of step 2 that must fit on an SM, by floats per lane (the register budget it implies):
-// up to 32 floats, 8 blocks = 1024 threads at <= 64 registers (NOTES.md, step 2); a 64-float row
-// slice needs ~128 registers whatever we ask, so no bound there.
-constexpr int warp_min_blocks(int floats_per_lane) { return floats_per_lane <= 32 ? 8 : 6; }
+// f16 rows of four or more packs a lane keep the packs as loaded (half the registers of floats) and
+// widen them again in each pass: more warps fit an SM, so more loads are in flight. (bf16 spills so.)
+template <class T, int Pack, int kPacks>
+constexpr bool kWarpRaw = Pack >= 2 && kPacks >= 4 && std::is_same_v<T, __half>;
+
+// Blocks of step 2 that must fit on an SM (NOTES.md, step 2): floats up to 32 a lane, 8 blocks =
+// 1024 threads at <= 64 registers, at 64 floats 6; raw f16 packs, 12 (<= 40 registers) and 8.
+template <class T, int Pack, int kPacks>
+constexpr int warp_min_blocks() {
+  return kWarpRaw<T, Pack, kPacks> ? (kPacks <= 4 ? 12 : 8) : kPacks * Pack <= 32 ? 8 : 6;
+}
 
 // kl::warp_allreduce for groups of `lanes` neighbouring lanes (a power of two, at most 32): each
 // group reduces its own row, all groups in the same five (or fewer) shuffles.
@@ -43,11 +47,10 @@ __device__ __forceinline__ float group_allreduce(float v, int lanes) {
   return v;
 }
 
-// Step 2: a warp (or a group of lanes, for short rows) owns a row: one coalesced pass of 16-byte
-// loads into registers, max and sum by shuffles, one pass of stores. One read, one write, no
-// shared memory, no __syncthreads.
+// Step 2: a warp (or a group of lanes, for short rows) owns a row: one coalesced pass of 16-byte loads
+// into registers, max and sum by shuffles, one pass of stores; no shared memory, no __syncthreads.
 template <class T, int Pack, int kPacks>
-__global__ void __launch_bounds__(kWarpBlock, warp_min_blocks(kPacks* Pack))
+__global__ void __launch_bounds__(kWarpBlock, (warp_min_blocks<T, Pack, kPacks>()))
     softmax_warp_per_row(const T* __restrict__ x, T* __restrict__ y, std::int64_t rows, int cols, float scale,
                          int lanes_arg) {
   const int lanes = kPacks > 1 ? 32 : lanes_arg;  // a row of more than one pack per lane spans the warp
@@ -60,34 +63,49 @@ __global__ void __launch_bounds__(kWarpBlock, warp_min_blocks(kPacks* Pack))
     const std::int64_t row = first + lane / lanes;
     const bool live = row < rows;  // lanes past the last row still take part in the shuffles
     const std::int64_t offset = (live ? row : 0) * cols;
+    if constexpr (kWarpRaw<T, Pack, kPacks>) {  // the same three passes over packs kept as loaded
+      kl::Pack<T, Pack> r[kPacks];
+      float m = -INFINITY, s = 0.f, f[Pack];
+      const auto each_pack = [&](auto body) {  // body(k, col) for this lane's packs inside the row
+#pragma unroll
+        for (int k = 0; k < kPacks; ++k)
+          if (const int col = (k * lanes + sub) * Pack; live && col < cols) body(k, col);
+      };
+      each_pack([&](int k, int col) {
+        kl::to_floats(r[k] = kl::load_raw<Pack>(x + offset + col), f);
+        for (int i = 0; i < Pack; ++i) m = kl::max_nan_1op(m, f[i] * scale);
+      });
+      m = group_allreduce<kl::MaxOp>(m, lanes);
+      each_pack([&](int k, int) {
+        kl::to_floats(r[k], f);
+        for (int i = 0; i < Pack; ++i) s += kl::exp_ftz(f[i] * scale - m);
+      });
+      const float inv = 1.f / group_allreduce<kl::SumOp>(s, lanes);
+      each_pack([&](int k, int col) {
+        kl::to_floats(r[k], f);
+        for (int i = 0; i < Pack; ++i) f[i] = kl::exp_ftz(f[i] * scale - m) * inv;
+        kl::store_pack<Pack>(y + offset + col, f);
+      });
+      continue;
+    }
     float v[kPacks][Pack];
     float m = -INFINITY;
-#pragma unroll
     for (int k = 0; k < kPacks; ++k) {
       const int col = (k * lanes + sub) * Pack;
       if (live && col < cols) {
         kl::load_pack<Pack>(x + offset + col, v[k]);
         scale_all(v[k], scale);
-#pragma unroll
-        for (int i = 0; i < Pack; ++i) {  // 16-bit rows: twice the elements a byte, so one max.NaN each (NOTES.md)
-          if constexpr (sizeof(T) == 2) m = kl::max_nan_1op(m, v[k][i]);
-          else m = kl::max_nan(m, v[k][i]);
-        }
+        for (int i = 0; i < Pack; ++i)  // 16-bit rows: twice the elements a byte, so one max.NaN each (NOTES.md)
+          m = sizeof(T) == 2 ? kl::max_nan_1op(m, v[k][i]) : kl::max_nan(m, v[k][i]);
       } else {
-#pragma unroll
         for (int i = 0; i < Pack; ++i) v[k][i] = -INFINITY;  // e^(-inf - max) = 0: padding adds nothing
       }
     }
     m = group_allreduce<kl::MaxOp>(m, lanes);
     float s = 0.f;
-#pragma unroll
-    for (int k = 0; k < kPacks; ++k) {
-#pragma unroll
+    for (int k = 0; k < kPacks; ++k)
       for (int i = 0; i < Pack; ++i) s += v[k][i] = kl::exp_ftz(v[k][i] - m);
-    }
-    s = group_allreduce<kl::SumOp>(s, lanes);
-    const float inv = 1.f / s;
-#pragma unroll
+    const float inv = 1.f / group_allreduce<kl::SumOp>(s, lanes);
     for (int k = 0; k < kPacks; ++k) {
       const int col = (k * lanes + sub) * Pack;
       if (live && col < cols) {
@@ -98,29 +116,23 @@ __global__ void __launch_bounds__(kWarpBlock, warp_min_blocks(kPacks* Pack))
   }
 }
 
-// One launch of step 2 for element type T, packs of Pack elements and kPacks packs per lane
-// (softmax.cuh picks kPacks from the row length); as many blocks as fit on the GPU at once.
-template <class T, int Pack, int kPacks>
-void run_warp_per_row(const Problem& p, WarpShape w, cudaStream_t s) {
-  const auto kernel = softmax_warp_per_row<T, Pack, kPacks>;
-  static const int per_sm = blocks_per_sm(kernel, kWarpBlock, 0);
-  const std::int64_t rows_per_block = kWarpBlock / 32 * (32 / w.lanes);
-  const std::int64_t grid =
-      std::min<std::int64_t>((p.rows + rows_per_block - 1) / rows_per_block, std::int64_t{per_sm} * kl::sm_count());
-  kernel<<<static_cast<unsigned>(grid), kWarpBlock, 0, s>>>(static_cast<const T*>(p.x), static_cast<T*>(p.y), p.rows,
-                                                            static_cast<int>(p.cols), p.scale, w.lanes);
-  CUDA_CHECK_LAUNCH();
-}
-
 // Step 2 for packs of Pack elements: the kernel with as many packs per lane (kPacks = 1, 2, 4, ...)
-// as the row needs.
+// as the row needs, as many blocks as fit on the GPU at once.
 template <class T, int Pack, int kPacks>
 void launch_warp_t(const Problem& p, WarpShape w, cudaStream_t s) {
-  if constexpr (kPacks * Pack <= kWarpMaxPerLane) {
-    if (w.packs != kPacks) return launch_warp_t<T, Pack, kPacks * 2>(p, w, s);
-    run_warp_per_row<T, Pack, kPacks>(p, w, s);
-  } else {
+  if constexpr (kPacks * Pack > kWarpMaxPerLane) {
     throw std::logic_error("step 2: no kernel for " + std::to_string(w.packs) + " packs per lane");
+  } else if (w.packs != kPacks) {
+    launch_warp_t<T, Pack, kPacks * 2>(p, w, s);
+  } else {
+    const auto kernel = softmax_warp_per_row<T, Pack, kPacks>;
+    static const int per_sm = blocks_per_sm(kernel, kWarpBlock, 0);
+    const std::int64_t rows_per_block = kWarpBlock / 32 * (32 / w.lanes);
+    const std::int64_t grid =
+        std::min<std::int64_t>((p.rows + rows_per_block - 1) / rows_per_block, std::int64_t{per_sm} * kl::sm_count());
+    kernel<<<static_cast<unsigned>(grid), kWarpBlock, 0, s>>>(static_cast<const T*>(p.x), static_cast<T*>(p.y), p.rows,
+                                                              static_cast<int>(p.cols), p.scale, w.lanes);
+    CUDA_CHECK_LAUNCH();
   }
 }
 
