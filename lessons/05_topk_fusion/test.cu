@@ -442,8 +442,8 @@ TEST_CASE("tolerance: the reference rounded to each written dtype passes, an err
 }
 
 TEST_CASE(
-    "the dispatcher: lanes sized to the row for MoE routing, a warp per row for many rows or short rows (lane lists at "
-    "K <= 2), a block for fewer, radix selects for decode") {
+    "the dispatcher: lanes sized to the row for MoE routing, a warp per row for many rows or short rows, a block for "
+    "fewer, radix selects for decode") {
   using lesson05::choose_step;
   using lesson05::Dtype;
   CHECK(choose_step(4096, 50257, 10, kH100Sms) == 4);
@@ -464,7 +464,7 @@ TEST_CASE(
   CHECK(choose_step(8, 128256, 1, kH100Sms) == 8);
   CHECK(choose_step(4096, 50257, 2, kH100Sms) == 4);   // K = 2: step 4, with its bound
   CHECK(choose_step(4096, 128256, 1, kH100Sms) == 4);  // K = 1 too: step 4's bound tracks the row's max
-  CHECK(choose_step(4096, 50257, 1, kH100Sms) == 3);
+  CHECK(choose_step(4096, 50257, 1, kH100Sms) == 4);
   CHECK(choose_step(4096, 50257, 3, kH100Sms) == 4);
   CHECK(choose_step(2111, 50257, 1, kH100Sms) == 4);
   CHECK(choose_step(100000, 257, 1, kH100Sms) == 4);
