@@ -63,14 +63,14 @@ __global__ void __launch_bounds__(kWarpBlock, (warp_min_blocks<T, Pack, kPacks>(
     const std::int64_t row = first + lane / lanes;
     const bool live = row < rows;  // lanes past the last row still take part in the shuffles
     const std::int64_t offset = (live ? row : 0) * cols;
+    const auto each_pack = [&](auto body) {  // body(k, col) for this lane's packs inside the row
+#pragma unroll
+      for (int k = 0; k < kPacks; ++k)
+        if (const int col = (k * lanes + sub) * Pack; live && col < cols) body(k, col);
+    };
     if constexpr (kWarpRaw<T, Pack, kPacks>) {  // the same three passes over packs kept as loaded
       kl::Pack<T, Pack> r[kPacks];
       float m = -INFINITY, s = 0.f, f[Pack];
-      const auto each_pack = [&](auto body) {  // body(k, col) for this lane's packs inside the row
-#pragma unroll
-        for (int k = 0; k < kPacks; ++k)
-          if (const int col = (k * lanes + sub) * Pack; live && col < cols) body(k, col);
-      };
       each_pack([&](int k, int col) {
         kl::to_floats(r[k] = kl::load_raw<Pack>(x + offset + col), f);
         for (int i = 0; i < Pack; ++i) m = kl::max_nan_1op(m, f[i] * scale);
@@ -88,31 +88,24 @@ __global__ void __launch_bounds__(kWarpBlock, (warp_min_blocks<T, Pack, kPacks>(
       });
       continue;
     }
-    float v[kPacks][Pack];
-    float m = -INFINITY;
-    for (int k = 0; k < kPacks; ++k) {
-      const int col = (k * lanes + sub) * Pack;
-      if (live && col < cols) {
-        kl::load_pack<Pack>(x + offset + col, v[k]);
-        scale_all(v[k], scale);
-        for (int i = 0; i < Pack; ++i)  // 16-bit rows: twice the elements a byte, so one max.NaN each (NOTES.md)
-          m = sizeof(T) == 2 ? kl::max_nan_1op(m, v[k][i]) : kl::max_nan(m, v[k][i]);
-      } else {
-        for (int i = 0; i < Pack; ++i) v[k][i] = -INFINITY;  // e^(-inf - max) = 0: padding adds nothing
-      }
-    }
+    float v[kPacks][Pack], m = -INFINITY;
+    for (int k = 0; k < kPacks; ++k)
+      for (int i = 0; i < Pack; ++i) v[k][i] = -INFINITY;  // e^(-inf - max) = 0: padding adds nothing
+    each_pack([&](int k, int col) {
+      kl::load_pack<Pack>(x + offset + col, v[k]);
+      scale_all(v[k], scale);
+      for (int i = 0; i < Pack; ++i)  // 16-bit rows: twice the elements a byte, so one max.NaN each (NOTES.md)
+        m = sizeof(T) == 2 ? kl::max_nan_1op(m, v[k][i]) : kl::max_nan(m, v[k][i]);
+    });
     m = group_allreduce<kl::MaxOp>(m, lanes);
     float s = 0.f;
     for (int k = 0; k < kPacks; ++k)
       for (int i = 0; i < Pack; ++i) s += v[k][i] = kl::exp_ftz(v[k][i] - m);
     const float inv = 1.f / group_allreduce<kl::SumOp>(s, lanes);
-    for (int k = 0; k < kPacks; ++k) {
-      const int col = (k * lanes + sub) * Pack;
-      if (live && col < cols) {
-        scale_all(v[k], inv);
-        kl::store_pack<Pack>(y + offset + col, v[k]);
-      }
-    }
+    each_pack([&](int k, int col) {
+      scale_all(v[k], inv);
+      kl::store_pack<Pack>(y + offset + col, v[k]);
+    });
   }
 }
 
