@@ -128,9 +128,9 @@ void check_all_steps(const std::vector<float>& xq, std::int64_t rows, std::int64
 // KL_SANITIZE=1 keeps small ones.
 std::vector<std::pair<std::int64_t, std::int64_t>> test_shapes() {
   if (kl::sanitizing()) return {{1, 1}, {5, 31}, {33, 33}, {9, 1000}, {2, 4096}, {3, 4097}, {2, 20000}};
-  return {{1, 1},     {3, 1},     {1, 7},     {5, 31},    {64, 32},    {33, 33},     {7, 100},   {9, 1000},
-          {4, 1024},  {3, 2047},  {5, 2048},  {6, 3072},  {3, 4097},   {1000, 4096}, {4, 6144},  {2, 8192},
-          {3, 12345}, {2, 16384}, {2, 50257}, {2, 65536}, {1, 131072}, {2, 300000},  {1, 600001}};
+  return {{1, 1},     {3, 1},     {1, 7},     {5, 31},    {64, 32},    {33, 33},    {7, 100},     {5, 128},  {37, 256},
+          {9, 1000},  {4, 1024},  {3, 2047},  {5, 2048},  {6, 3072},   {3, 4097},   {1000, 4096}, {4, 6144}, {2, 8192},
+          {3, 12345}, {2, 16384}, {2, 50257}, {2, 65536}, {1, 131072}, {2, 300000}, {1, 600001}};
 }
 
 template <class T>
@@ -292,6 +292,25 @@ TEST_CASE("step 2's geometry: short rows share a warp, long rows spread packs ov
   CHECK(lesson04::warp_shape(1000, 4).packs == 8);
   CHECK(lesson04::warp_shape(2048, 1).packs == 64);
   CHECK(lesson04::warp_shape(2048, 8).packs == 8);
+  // 16-bit rows of 16 packs or more: two packs a lane; shorter rows keep one pack a lane
+  CHECK(lesson04::warp_shape(128, 8, 2).lanes == 8);
+  CHECK(lesson04::warp_shape(128, 8, 2).packs == 2);
+  CHECK(lesson04::warp_shape(256, 8, 2).lanes == 16);
+  CHECK(lesson04::warp_shape(256, 8, 2).packs == 2);
+  CHECK(lesson04::warp_shape(64, 8, 2).lanes == 8);
+  CHECK(lesson04::warp_shape(64, 8, 2).packs == 1);
+  CHECK(lesson04::warp_shape(8, 8, 2).lanes == 1);
+  CHECK(lesson04::warp_shape(100, 4, 2).lanes == 16);  // 25 packs, rounded up to 32
+  CHECK(lesson04::warp_shape(512, 8, 2).lanes == 32);
+  CHECK(lesson04::warp_shape(512, 8, 2).packs == 2);
+  CHECK(lesson04::warp_shape(2048, 8, 2).packs == 8);
+  for (std::int64_t cols : {1, 5, 33, 100, 1000, 2048})  // every pack of the row has a lane
+    for (int pack : {1, 2, 4, 8})
+      for (int min_packs : {1, 2}) {
+        const auto w = lesson04::warp_shape(cols, pack, min_packs);
+        CHECK(std::int64_t{w.lanes} * w.packs * pack >= cols);
+        CHECK(w.lanes <= 32);
+      }
 }
 
 TEST_CASE("step 3's block size: the smallest that keeps the most threads resident") {
@@ -481,7 +500,7 @@ TEST_SUITE("gpu") {
         const std::string step = kSteps[i].name;
         CAPTURE(step);
         CAPTURE(cols);
-        for (Dtype d : {Dtype::f32, Dtype::bf16}) {
+        for (Dtype d : {Dtype::f32, Dtype::f16, Dtype::bf16}) {
           lesson04::with_type(d, [&](auto t) {
             using T = decltype(t);
             const auto xq = quantize<T>(x);

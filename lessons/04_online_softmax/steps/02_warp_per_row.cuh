@@ -13,18 +13,19 @@ namespace lesson04 {
 
 constexpr int kWarpBlock = 128;  // threads per block of step 2
 
-// How step 2 lays a row over a warp: `lanes` lanes per row (32 / lanes rows per warp when the row
-// is short), each holding `packs` packs of the row in registers.
+// How step 2 lays a row over a warp: `lanes` lanes a row (32 / lanes rows a warp), `packs` packs a lane; rows
+// of more than 8 packs `min_packs` at least (16-bit: 2, so a lane's shuffles and division serve 16 halves).
 struct WarpShape {
   int lanes, packs;
 };
+template <class T>
+constexpr int kWarpMinPacks = sizeof(T) == 2 ? 2 : 1;
 
-inline WarpShape warp_shape(std::int64_t cols, int pack) {
-  const std::int64_t packs_in_row = (cols + pack - 1) / pack;
-  const bool short_row = packs_in_row <= 32;
-  int p = 1;  // lanes a row (short rows) or packs a lane, rounded up to a power of two
-  while (p < (short_row ? packs_in_row : (packs_in_row + 31) / 32)) p *= 2;
-  return short_row ? WarpShape{p, 1} : WarpShape{32, p};
+inline WarpShape warp_shape(std::int64_t cols, int pack, int min_packs = 1) {
+  int all = 1;  // the row's packs, rounded up to a power of two
+  while (std::int64_t{all} * pack < cols) all *= 2;
+  const int lanes = std::min(32, all >= 16 ? all / min_packs : all);
+  return {lanes, all / lanes};
 }
 
 // f16 rows of four or more packs a lane keep the packs as loaded (half the registers of floats) and
@@ -32,28 +33,21 @@ inline WarpShape warp_shape(std::int64_t cols, int pack) {
 template <class T, int Pack, int kPacks>
 constexpr bool kWarpRaw = Pack >= 2 && kPacks >= 4 && std::is_same_v<T, __half>;
 
-// Blocks of step 2 that must fit on an SM (NOTES.md, step 2): floats up to 32 a lane, 8 blocks =
-// 1024 threads at <= 64 registers, at 64 floats 6; raw f16 packs, 12 (<= 40 registers) and 8.
-template <class T, int Pack, int kPacks>
+// Blocks of step 2 that must fit on an SM (NOTES.md, step 2): floats up to 32 a lane, 8 (<= 64 registers),
+// short 16-bit rows at two packs a lane 12 (<= 40), at 64 floats 6; raw f16 packs, 12 and 8.
+template <class T, int Pack, int kPacks, bool kWhole>
 constexpr int warp_min_blocks() {
-  return kWarpRaw<T, Pack, kPacks> ? (kPacks <= 4 ? 12 : 8) : kPacks * Pack <= 32 ? 8 : 6;
-}
-
-// kl::warp_allreduce for groups of `lanes` neighbouring lanes (a power of two, at most 32): each
-// group reduces its own row, all groups in the same five (or fewer) shuffles.
-template <class Op>
-__device__ __forceinline__ float group_allreduce(float v, int lanes) {
-  for (int offset = lanes / 2; offset > 0; offset /= 2) v = Op::combine(v, __shfl_xor_sync(kl::kFullMask, v, offset));
-  return v;
+  if (kWarpRaw<T, Pack, kPacks>) return kPacks <= 4 ? 12 : 8;
+  return !kWhole && kPacks == 2 ? 12 : kPacks * Pack <= 32 ? 8 : 6;
 }
 
 // Step 2: a warp (or a group of lanes, for short rows) owns a row: one coalesced pass of 16-byte loads
 // into registers, max and sum by shuffles, one pass of stores; no shared memory, no __syncthreads.
-template <class T, int Pack, int kPacks>
-__global__ void __launch_bounds__(kWarpBlock, (warp_min_blocks<T, Pack, kPacks>()))
+template <class T, int Pack, int kPacks, bool kWhole>
+__global__ void __launch_bounds__(kWarpBlock, (warp_min_blocks<T, Pack, kPacks, kWhole>()))
     softmax_warp_per_row(const T* __restrict__ x, T* __restrict__ y, std::int64_t rows, int cols, float scale,
                          int lanes_arg) {
-  const int lanes = kPacks > 1 ? 32 : lanes_arg;  // a row of more than one pack per lane spans the warp
+  const int lanes = kWhole ? 32 : lanes_arg;  // kWhole: the row spans the warp, known when compiled
   const int lane = threadIdx.x % 32;
   const int sub = lane % lanes;  // this lane's place in its row
   const int rows_per_warp = 32 / lanes;
@@ -75,12 +69,12 @@ __global__ void __launch_bounds__(kWarpBlock, (warp_min_blocks<T, Pack, kPacks>(
         kl::to_floats(r[k] = kl::load_raw<Pack>(x + offset + col), f);
         for (int i = 0; i < Pack; ++i) m = kl::max_nan_1op(m, f[i] * scale);
       });
-      m = group_allreduce<kl::MaxOp>(m, lanes);
+      m = kl::warp_allreduce<kl::MaxOp>(m, lanes);
       each_pack([&](int k, int) {
         kl::to_floats(r[k], f);
         for (int i = 0; i < Pack; ++i) s += kl::exp_ftz(f[i] * scale - m);
       });
-      const float inv = 1.f / group_allreduce<kl::SumOp>(s, lanes);
+      const float inv = 1.f / kl::warp_allreduce<kl::SumOp>(s, lanes);
       each_pack([&](int k, int col) {
         kl::to_floats(r[k], f);
         for (int i = 0; i < Pack; ++i) f[i] = kl::exp_ftz(f[i] * scale - m) * inv;
@@ -97,11 +91,11 @@ __global__ void __launch_bounds__(kWarpBlock, (warp_min_blocks<T, Pack, kPacks>(
       for (int i = 0; i < Pack; ++i)  // 16-bit rows: twice the elements a byte, so one max.NaN each (NOTES.md)
         m = sizeof(T) == 2 ? kl::max_nan_1op(m, v[k][i]) : kl::max_nan(m, v[k][i]);
     });
-    m = group_allreduce<kl::MaxOp>(m, lanes);
+    m = kl::warp_allreduce<kl::MaxOp>(m, lanes);
     float s = 0.f;
     for (int k = 0; k < kPacks; ++k)
       for (int i = 0; i < Pack; ++i) s += v[k][i] = kl::exp_ftz(v[k][i] - m);
-    const float inv = 1.f / group_allreduce<kl::SumOp>(s, lanes);
+    const float inv = 1.f / kl::warp_allreduce<kl::SumOp>(s, lanes);
     each_pack([&](int k, int col) {
       scale_all(v[k], inv);
       kl::store_pack<Pack>(y + offset + col, v[k]);
@@ -109,23 +103,32 @@ __global__ void __launch_bounds__(kWarpBlock, (warp_min_blocks<T, Pack, kPacks>(
   }
 }
 
-// Step 2 for packs of Pack elements: the kernel with as many packs per lane (kPacks = 1, 2, 4, ...)
-// as the row needs, as many blocks as fit on the GPU at once.
+// One launch of step 2's kernel: as many blocks as fit on the GPU at once, striding over the rows.
+template <class T, int Pack, int kPacks, bool kWhole>
+void launch_warp_kernel(const Problem& p, WarpShape w, cudaStream_t s) {
+  const auto kernel = softmax_warp_per_row<T, Pack, kPacks, kWhole>;
+  static const int per_sm = blocks_per_sm(kernel, kWarpBlock, 0);
+  const std::int64_t rows_per_block = kWarpBlock / 32 * (32 / w.lanes);
+  const std::int64_t grid =
+      std::min<std::int64_t>((p.rows + rows_per_block - 1) / rows_per_block, std::int64_t{per_sm} * kl::sm_count());
+  kernel<<<static_cast<unsigned>(grid), kWarpBlock, 0, s>>>(static_cast<const T*>(p.x), static_cast<T*>(p.y), p.rows,
+                                                            static_cast<int>(p.cols), p.scale, w.lanes);
+  CUDA_CHECK_LAUNCH();
+}
+
+// Step 2 with as many packs a lane (kPacks = 1, 2, 4, ...) as the row needs.
 template <class T, int Pack, int kPacks>
 void launch_warp_t(const Problem& p, WarpShape w, cudaStream_t s) {
   if constexpr (kPacks * Pack > kWarpMaxPerLane) {
     throw std::logic_error("step 2: no kernel for " + std::to_string(w.packs) + " packs per lane");
   } else if (w.packs != kPacks) {
     launch_warp_t<T, Pack, kPacks * 2>(p, w, s);
-  } else {
-    const auto kernel = softmax_warp_per_row<T, Pack, kPacks>;
-    static const int per_sm = blocks_per_sm(kernel, kWarpBlock, 0);
-    const std::int64_t rows_per_block = kWarpBlock / 32 * (32 / w.lanes);
-    const std::int64_t grid =
-        std::min<std::int64_t>((p.rows + rows_per_block - 1) / rows_per_block, std::int64_t{per_sm} * kl::sm_count());
-    kernel<<<static_cast<unsigned>(grid), kWarpBlock, 0, s>>>(static_cast<const T*>(p.x), static_cast<T*>(p.y), p.rows,
-                                                              static_cast<int>(p.cols), p.scale, w.lanes);
-    CUDA_CHECK_LAUNCH();
+  } else if constexpr (kPacks == 1) {
+    launch_warp_kernel<T, Pack, 1, false>(p, w, s);
+  } else if (kPacks > kWarpMinPacks<T> || w.lanes == 32) {  // the row spans the warp
+    launch_warp_kernel<T, Pack, kPacks, true>(p, w, s);
+  } else if constexpr (kPacks == kWarpMinPacks<T>) {  // a short 16-bit row at two packs a lane
+    launch_warp_kernel<T, Pack, kPacks, false>(p, w, s);
   }
 }
 
@@ -135,7 +138,7 @@ inline void launch_warp_per_row(const Problem& p, Workspace&, cudaStream_t s) {
     using T = decltype(t);
     with_widest_pack<T>(p, [&](auto pack) {
       constexpr int kPack = decltype(pack)::value;
-      launch_warp_t<T, kPack, 1>(p, warp_shape(p.cols, kPack), s);
+      launch_warp_t<T, kPack, 1>(p, warp_shape(p.cols, kPack, kWarpMinPacks<T>), s);
     });
   });
 }
