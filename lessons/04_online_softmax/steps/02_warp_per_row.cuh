@@ -13,8 +13,8 @@ namespace lesson04 {
 
 constexpr int kWarpBlock = 128;  // threads per block of step 2
 
-// How step 2 lays a row over a warp: `lanes` lanes a row (32 / lanes rows a warp), `packs` packs a lane; rows
-// of more than 8 packs `min_packs` at least (16-bit: 2, so a lane's shuffles and division serve 16 halves).
+// How step 2 lays a row over a warp: `lanes` lanes a row (32 / lanes rows a warp), `packs` packs a lane. Rows of
+// more than 8 packs take `min_packs` a lane at least (16-bit: 2, so a lane's shuffles and division serve two packs).
 struct WarpShape {
   int lanes, packs;
 };
