@@ -76,7 +76,8 @@ __device__ __forceinline__ void scale_all(float (&v)[N], float scale) {
 // (and sm_80, sm_100), 48 on sm_86, sm_89 and sm_120, 32 on sm_75. Steps 3-6 ask the compiler for
 // __launch_bounds__(kThreads, kFullSmThreads / kThreads), i.e. at most 32 registers a thread on the
 // H100, so that registers never cap residency below what shared memory allows (see "Keep loads in
-// flight"). (A larger count than the SM holds is ignored by ptxas, with a warning.)
+// flight"). Steps 2 and 3's register path cap their own counts by it: ptxas ignores, with a warning, a
+// count larger than the SM holds.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 constexpr int kFullSmThreads = 1024;
 #elif defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ >= 1200)
