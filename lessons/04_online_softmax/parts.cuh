@@ -76,8 +76,7 @@ __device__ __forceinline__ void scale_all(float (&v)[N], float scale) {
 // (and sm_80, sm_100), 48 on sm_86, sm_89 and sm_120, 32 on sm_75. Steps 3-6 ask the compiler for
 // __launch_bounds__(kThreads, kFullSmThreads / kThreads), i.e. at most 32 registers a thread on the
 // H100, so that registers never cap residency below what shared memory allows (see "Keep loads in
-// flight"). Steps 2 and 3's register path cap their own counts by it: ptxas ignores, with a warning, a
-// count larger than the SM holds.
+// flight").
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 constexpr int kFullSmThreads = 1024;
 #elif defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 860 || __CUDA_ARCH__ == 890 || __CUDA_ARCH__ >= 1200)
@@ -85,6 +84,10 @@ constexpr int kFullSmThreads = 1536;
 #else
 constexpr int kFullSmThreads = 2048;
 #endif
+
+// The blocks of `threads` a __launch_bounds__ asks an SM to hold: `blocks`, or as many as it holds if fewer
+// (ptxas ignores a larger count, with a warning: sm_75 holds 8 blocks of 128).
+constexpr int resident_blocks(int blocks, int threads) { return std::min(blocks, kFullSmThreads / threads); }
 
 // A pack size as a type, so that one loop body (a generic lambda) serves whole packs and single elements.
 template <int N>

@@ -292,7 +292,7 @@ TEST_CASE("step 2's geometry: short rows share a warp, long rows spread packs ov
   CHECK(lesson04::warp_shape(1000, 4).packs == 8);
   CHECK(lesson04::warp_shape(2048, 1).packs == 64);
   CHECK(lesson04::warp_shape(2048, 8).packs == 8);
-  // 16-bit rows of 16 packs or more: two packs a lane; shorter rows keep one pack a lane
+  // 16-bit rows of more than 8 packs: two packs a lane; shorter rows keep one pack a lane
   CHECK(lesson04::warp_shape(128, 8, 2).lanes == 8);
   CHECK(lesson04::warp_shape(128, 8, 2).packs == 2);
   CHECK(lesson04::warp_shape(256, 8, 2).lanes == 16);

@@ -37,9 +37,8 @@ constexpr bool kWarpRaw = Pack >= 2 && kPacks >= 4 && std::is_same_v<T, __half>;
 // short 16-bit rows at two packs a lane 12 (<= 40), at 64 floats 6; raw f16 packs, 12 and 8.
 template <class T, int Pack, int kPacks, bool kWhole>
 constexpr int warp_min_blocks() {
-  constexpr int kMost = kFullSmThreads / kWarpBlock;  // no more than the SM holds (8 on sm_75)
-  if (kWarpRaw<T, Pack, kPacks>) return std::min(kPacks <= 4 ? 12 : 8, kMost);
-  return std::min(!kWhole && kPacks == 2 ? 12 : kPacks * Pack <= 32 ? 8 : 6, kMost);
+  if (kWarpRaw<T, Pack, kPacks>) return resident_blocks(kPacks <= 4 ? 12 : 8, kWarpBlock);
+  return resident_blocks(!kWhole && kPacks == 2 ? 12 : kPacks * Pack <= 32 ? 8 : 6, kWarpBlock);
 }
 
 // Step 2: a warp (or a group of lanes, for short rows) owns a row: one coalesced pass of 16-byte loads

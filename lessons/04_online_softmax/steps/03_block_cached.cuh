@@ -35,8 +35,8 @@ __global__ void __launch_bounds__(kThreads, kFullSmThreads / kThreads)
 constexpr int kRegisterThreads = 256;
 constexpr int kRegisterItems = 4;
 
-// Blocks that must fit on an SM, by floats a thread holds: as many as keep registers from spilling (sm_75: 4).
-constexpr int register_min_blocks(int f) { return std::min(f <= 24 ? 6 : 4, kFullSmThreads / kRegisterThreads); }
+// Blocks that must fit on an SM, by floats a thread holds: as many as keep its registers from spilling.
+constexpr int register_min_blocks(int floats) { return resident_blocks(floats <= 24 ? 6 : 4, kRegisterThreads); }
 template <class T, int kItems>
 __global__ void __launch_bounds__(kRegisterThreads, register_min_blocks(kItems * 16 / sizeof(T)))
     softmax_block_registers(const T* __restrict__ x, T* __restrict__ y, std::int64_t rows, int cols, float scale) {
