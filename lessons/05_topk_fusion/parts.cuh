@@ -441,9 +441,12 @@ __device__ __forceinline__ void offer(Selection& sel, bool valid, float v, int i
 
 // When to sort. For k up to kFullSortK, whenever fewer than 32 P slots are free: a sort is rare and
 // lifts the threshold a long way, so sooner is better. Above, only when the warp's marked keys would
-// not fit: sorts are frequent and each frees room for few keys, so every one should be full. After
-// a sort at most k + 32 P keys are held, which fits every buffer (k <= 64).
+// take the buffer past kKeepAt keys: sorts are frequent and each frees room for few keys, but the
+// threshold rises only at a keep, so a buffer that fills as far as 16-bit's 512 keys leaves it low for
+// longer and lets more packs through the vote. After a sort at most k + 32 P keys are held, which fits
+// every buffer (k <= 64).
 constexpr int kFullSortK = 32;
+constexpr int kKeepAt = 256;  // f32's whole buffer, half of 16-bit's
 
 // The sum of v over the warp's 32 lanes, in every lane: one instruction (__reduce_add_sync) on sm_80+,
 // a butterfly of 5 shuffles below, so that steps 4-6 run on every GPU from sm_75.
@@ -526,7 +529,7 @@ __device__ __forceinline__ void offer_pack(Selection& sel, bool valid, const kl:
   for (int i = 0; i < P; ++i) marked |= valid && !(v[i] <= sel.threshold) ? 1u << i : 0u;
   int incoming = 32 * P;  // at most
   if (k > kFullSortK) incoming = warp_sum(__popc(marked));
-  if (sel.count + incoming > sel.cap) {
+  if (sel.count + incoming > (!kBound && k > kFullSortK ? min(kKeepAt, sel.cap) : sel.cap)) {
     if constexpr (kRadix) {
       const Kept kept = radix_keep(sel.buf, sel.count, sel.threshold, sel.hist, k, lane);
       sel.count = kept.count;
@@ -544,21 +547,10 @@ __device__ __forceinline__ void offer_pack(Selection& sel, bool valid, const kl:
 }
 
 // Seeds an empty selection's threshold before anything is appended, so that the first sort does
-// not hold every logit of the first packs: each lane's two best logits of its first pack (64 keys),
+// not hold every logit of the first packs: each lane's two best logits (`best`, `second`; 64 keys),
 // sorted, and the k-th of them. k logits at least that large exist, so no logit below can win; the
-// threshold sits just below it, so that the k (offered next, with their pack) are above it.
-template <class T, int P>
-__device__ __forceinline__ void seed_threshold(Selection& sel, bool valid, const kl::Pack<T, P>& raw, int i0, int k,
-                                               int lane) {
-  float v[P];
-  kl::to_floats(raw, v);
-  Key best = 0, second = 0;
-#pragma unroll
-  for (int i = 0; i < P; ++i) {
-    const Key key = valid ? make_key(v[i], i0 + i) : 0;
-    second = key > best ? best : (key > second ? key : second);
-    best = key > best ? key : best;
-  }
+// threshold sits just below it, so that the k (offered next, with their packs) are above it.
+__device__ __forceinline__ void seed_threshold(Selection& sel, Key best, Key second, int k, int lane) {
   sel.buf[2 * lane] = best;
   sel.buf[2 * lane + 1] = second;
   sort_candidates(sel.buf, 64, k, lane);
@@ -567,8 +559,21 @@ __device__ __forceinline__ void seed_threshold(Selection& sel, bool valid, const
   __syncwarp();  // every lane has read it before the appends overwrite it
 }
 
+// Folds a pack's logits (logit i has index i0 + i; none where !valid) into this lane's two best keys.
+template <class T, int P>
+__device__ __forceinline__ void two_best(Key& best, Key& second, bool valid, const kl::Pack<T, P>& raw, int i0) {
+  float v[P];
+  kl::to_floats(raw, v);
+#pragma unroll
+  for (int i = 0; i < P; ++i) {
+    const Key key = valid ? make_key(v[i], i0 + i) : 0;
+    second = key > best ? best : (key > second ? key : second);
+    best = key > best ? key : best;
+  }
+}
+
 // Thread t of nt scans elements [begin, end) of a row: kInFlight 16-byte packs per batch, their
-// loads all issued before any is used. The first pack seeds the threshold; the scalar head (up to
+// loads all issued before any is used. The first pack or batch seeds the threshold; the scalar head (up to
 // the first 16-byte boundary) and tail come last. Every warp runs the same number of batches, so
 // that the votes and ballots always see all 32 lanes; a lane past the end offers nothing.
 // 4 packs per batch in every dtype: 64 bytes a lane, 2 KB a warp in flight. A pack's appends are a
@@ -600,13 +605,27 @@ __device__ __forceinline__ void scan_select(const T* row, int begin, int end, in
       else
         for (T& x : raw[u].v) x = kl::from_float<T>(-INFINITY);
     }
+    if constexpr (!kBound) {  // k > kMaximaK: the first batch seeds the threshold, higher than its first pack would
+      if (first == 0) {
+        Key best = 0, second = 0;
+#pragma unroll
+        for (int u = 0; u < kInFlight; ++u) two_best(best, second, u * nt + t < packs, raw[u], body + (u * nt + t) * P);
+        seed_threshold(sel, best, second, k, lane);
+      }
+    }
 #pragma unroll
     for (int u = 0; u < kInFlight; ++u) {
       const int q = first + u * nt + t;
       float v[P];
       kl::to_floats(raw[u], v);
       const float pack_max = add_pack_to_sum<kRefill>(m, s, v, q < packs);
-      if (u == 0 && first == 0) seed_threshold(sel, q < packs, raw[u], body + q * P, k, lane);
+      if constexpr (kBound) {  // the lanes' maxima raise the bar from the first pack on: that pack seeds it
+        if (u == 0 && first == 0) {
+          Key best = 0, second = 0;
+          two_best(best, second, q < packs, raw[u], body + q * P);
+          seed_threshold(sel, best, second, k, lane);
+        }
+      }
       offer_pack<kBound, kRadix>(sel, q < packs, raw[u], pack_max, m, body + q * P, k, lane);
     }
   }
