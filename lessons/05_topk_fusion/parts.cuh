@@ -440,13 +440,12 @@ __device__ __forceinline__ void offer(Selection& sel, bool valid, float v, int i
 }
 
 // When to sort. For k up to kFullSortK, whenever fewer than 32 P slots are free: a sort is rare and
-// lifts the threshold a long way, so sooner is better. Above, only when the warp's marked keys would
-// take the buffer past kKeepAt keys: sorts are frequent and each frees room for few keys, but the
-// threshold rises only at a keep, so a buffer that fills as far as 16-bit's 512 keys leaves it low for
-// longer and lets more packs through the vote. After a sort at most k + 32 P keys are held, which fits
-// every buffer (k <= 64).
+// lifts the threshold a long way, so sooner is better. Above, when the warp's marked keys would take
+// the buffer past kKeepAt keys: the threshold rises only at a keep, so a fuller buffer leaves it low for
+// longer and lets more packs through the vote, and an emptier one keeps more often. After a sort at
+// most k + 32 P keys are held, which fits every buffer (k <= 64).
 constexpr int kFullSortK = 32;
-constexpr int kKeepAt = 256;  // f32's whole buffer, half of 16-bit's
+constexpr int kKeepAt = 192;  // three quarters of f32's buffer, three eighths of 16-bit's
 
 // The sum of v over the warp's 32 lanes, in every lane: one instruction (__reduce_add_sync) on sm_80+,
 // a butterfly of 5 shuffles below, so that steps 4-6 run on every GPU from sm_75.
