@@ -439,13 +439,14 @@ __device__ __forceinline__ void offer(Selection& sel, bool valid, float v, int i
   append(sel, valid && !(v < sel.threshold), make_key(v, i), lane);
 }
 
-// When to sort. For k up to kFullSortK, whenever fewer than 32 P slots are free: a sort is rare and
-// lifts the threshold a long way, so sooner is better. Above, when the warp's marked keys would take
-// the buffer past kKeepAt keys: the threshold rises only at a keep, so a fuller buffer leaves it low for
-// longer and lets more packs through the vote, and an emptier one keeps more often. After a sort at
-// most k + 32 P keys are held, which fits every buffer (k <= 64).
+// When to keep the buffer's k best (keep_best's sort, or radix_keep for k > kMaximaK). For k up to
+// kFullSortK, whenever fewer than 32 P slots are free: a keep is rare and lifts the threshold a long
+// way, so sooner is better. Above, when the warp's marked keys would take the buffer past kKeepAt
+// keys: the threshold rises only at a keep, so a fuller buffer leaves it low for longer and lets more
+// packs through the vote, and an emptier one keeps more often. After a keep at most k + 32 P keys are
+// held, which fits every buffer (k <= 64).
 constexpr int kFullSortK = 32;
-constexpr int kKeepAt = 192;  // three quarters of f32's buffer, three eighths of 16-bit's
+constexpr int kKeepAt = 192;  // 3/4 of f32's buffer, 3/8 of 16-bit's: faster than 128 and 256 (NOTES.md)
 
 // The sum of v over the warp's 32 lanes, in every lane: one instruction (__reduce_add_sync) on sm_80+,
 // a butterfly of 5 shuffles below, so that steps 4-6 run on every GPU from sm_75.
