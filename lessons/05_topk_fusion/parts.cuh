@@ -4,6 +4,7 @@
 // step 4's selection, step 5's block, step 7's sort in registers, its group reductions and its keys,
 // and step 8's radix select of a block.
 #pragma once
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -840,6 +841,123 @@ template <class T>
 __device__ __forceinline__ float lane_key_value(LaneKey<T> key) {
   if constexpr (sizeof(T) == 2) return key32_value<T>(key);
   else return key_value(key);
+}
+
+// A float's bits as an int that orders as the float does (NaN aside; -0 just below +0): a negative
+// float's magnitude bits flipped. Its own inverse.
+__host__ __device__ __forceinline__ int ordered_int(int bits) { return bits ^ ((bits >> 31) & 0x7FFFFFFF); }
+
+// The largest int, and the sum, of each aligned group of G lanes in all its lanes: for a whole warp
+// one redux.sync on sm_80+ (warp_sum, step 4), else a butterfly.
+template <int G>
+__device__ __forceinline__ int group_max_int(int v) {
+#if KL_ARCH_AT_LEAST(80)
+  if constexpr (G == 32) return __reduce_max_sync(kl::kFullMask, v);
+  else
+#endif
+    return group_max(v, G);
+}
+
+template <int G>
+__device__ __forceinline__ int group_sum_int(int v) {
+  if constexpr (G == 32) {
+    return warp_sum(v);
+  } else {
+    for (int offset = G / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(kl::kFullMask, v, offset);
+    return v;
+  }
+}
+
+// The k-th largest of the group's lane maxima (ordered ints), counting repeats: a round takes the
+// group's largest, counts the lanes that hold it and retires them. At least k logits of the row are at
+// or above it, so the row's k-th best is too: a lower bound for the winners. k rounds, whichever round
+// reaches k, so that the groups of a warp take their shuffles together; `top` is round 0's, the row's max.
+// With k > G (more winners than lanes) only round 0 runs, and the bound is INT_MIN: none.
+template <int G>
+__device__ __forceinline__ int kth_lane_max(int mine, int k, int& top) {
+  const unsigned first = threadIdx.x % 32 / G * G, bits = G == 32 ? ~0u : (1u << G) - 1;
+  int bound = INT_MIN, count = 0;
+  for (int r = 0; r < (k <= G ? k : 1); ++r) {
+    const int best = group_max_int<G>(mine);
+    if (r == 0) top = best;
+    count += __popc(__ballot_sync(kl::kFullMask, mine == best) >> first & bits);
+    if (count >= k && bound == INT_MIN) bound = best;
+    mine = mine == best ? INT_MIN : mine;
+  }
+  return k <= G ? bound : INT_MIN;
+}
+
+// The exclusive prefix sum of n over the lanes of a group: where a lane's candidates go in the group's list.
+template <int G>
+__device__ __forceinline__ int group_offset(int n, int lane) {
+  int sum = n;
+  for (int d = 1; d < G; d *= 2) {
+    const int other = __shfl_up_sync(kl::kFullMask, sum, d, G);
+    if (lane >= d) sum += other;
+  }
+  return sum - n;
+}
+
+// Step 7's bound, for float rows of 16 or 32 lanes at K > 2 (kBounded): a lane's 8 logits as loaded
+// (`raw`, slots past the row ignored) become floats; the row's max m and sum s of e^(x - m) come first
+// (NaN if the row has a NaN or +inf). The logits at or above kth_lane_max's bound, about K + 1 of them,
+// go to the group's `list` in shared memory; lane l makes keys of entries l, l + G, ... (32 / G of them),
+// sorts them, and k <= G rounds of the group's largest head give each lane at most one winner, which it
+// writes. Returns false, with nothing written, when a live group of the warp has no finite bound, a NaN
+// or +inf, or more than 32 such logits; the caller then sorts all 8 keys a lane. The answer is the warp's.
+// Where it pays (H100; results/h100/lesson05_bound_all_ab.txt with the bound on every dtype and on groups
+// of 8 lanes too, lesson05_bound_ab.txt as kept): a float's keys are 64 bits, so sorting 8 and the rounds
+// cost at least twice what 16-bit logits' 32-bit keys do. With 32-bit keys the bound lost at 64 and 128 experts and
+// moved 200 and 256 by less than 5 %, either way; float rows of 8 lanes did not move.
+template <class T, int G>
+constexpr bool kBounded = sizeof(T) == 4 && G >= 16;
+
+template <class T, int G>
+__device__ __forceinline__ bool bounded_topk(const T (&raw)[8], bool live, std::int64_t row, int vocab, int k, int lane,
+                                             float2* list, float* prob, int* idx) {
+  float v[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) v[i] = live && 8 * lane + i < vocab ? kl::to_float(raw[i]) : -INFINITY;
+  float lane_max = v[0];
+#pragma unroll
+  for (int i = 1; i < 8; ++i) lane_max = fmaxf(lane_max, v[i]);  // NaN left out: s catches it
+  int top = 0;
+  const int bound = kth_lane_max<G>(ordered_int(__float_as_int(lane_max)), k, top);
+  const float m = __int_as_float(ordered_int(top)), floor = __int_as_float(ordered_int(bound));
+  const float base = m == -INFINITY ? 0.f : m;
+  float s = 0.f;
+  int n = 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    s += kl::exp_ftz(v[i] - base);
+    n += v[i] >= floor;
+  }
+  s = kl::warp_allreduce(s, G);
+  const int listed = group_sum_int<G>(n);
+  if (!__all_sync(kl::kFullMask, !live || (floor > -INFINITY && listed <= 32 && s == s))) return false;
+  int at = group_offset<G>(n, lane);
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    if (live && v[i] >= floor) list[at++] = make_float2(v[i], __int_as_float(8 * lane + i));
+  __syncwarp();
+  LaneKey<T> keys[32 / G], heads[32 / G], won = 0;
+#pragma unroll
+  for (int c = 0; c < 32 / G; ++c) {
+    const int e = lane + G * c;
+    keys[c] = live && e < listed ? lane_key<T>(static_cast<T>(list[e].x), __float_as_int(list[e].y)) : 0;
+  }
+  sort_best<32 / G>(keys, heads);
+  for (int r = 0; r < k; ++r) {  // k <= G here: round r's winner is lane r's
+    const LaneKey<T> best = group_max_redux(heads[0], G);
+    if (heads[0] == best) pop_best(heads);
+    if (r == lane) won = best;
+  }
+  const float inv = 1.f / s;
+  if (live && lane < k) {
+    prob[row * k + lane] = kl::fast_exp(lane_key_value<T>(won) - m) * inv;
+    idx[row * k + lane] = key_index(won);
+  }
+  return true;
 }
 
 // ---- introduced by step 8 (a radix select per block) ---------------------------------------------

@@ -303,6 +303,23 @@ TEST_CASE("step 7's 32-bit keys of 16-bit logits rank as the 64-bit keys do, and
   CHECK(lesson05::make_key32(from_bits(__half{}, 0x7C00), 3) < lesson05::make_key32(from_bits(__half{}, 0x7C01), 3));
 }
 
+TEST_CASE("step 7's ordered ints rank as the floats do (-0 just below +0), and decode back") {
+  const float inf = INFINITY;
+  const std::vector<float> values = {-inf, -1e30f, -2.f, -1e-40f, -0.f, 0.f, 1e-40f, 1.f, 3.f, 1e30f, inf};  // rising
+  auto ordered = [](float v) {
+    int bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    return lesson05::ordered_int(bits);
+  };
+  for (std::size_t a = 0; a + 1 < values.size(); ++a) CHECK(ordered(values[a]) < ordered(values[a + 1]));
+  for (float v : values) {
+    const int back = lesson05::ordered_int(ordered(v));
+    float got;
+    std::memcpy(&got, &back, sizeof got);
+    CHECK(std::memcmp(&got, &v, sizeof v) == 0);
+  }
+}
+
 TEST_CASE("step 7's sort network sorts every 0/1 input, and sort_best keeps the best 1 or 2 in order") {
   // Batcher's network sorts every input if it sorts every input of 0s and 1s (the 0-1 principle).
   for (unsigned bits = 0; bits < 256; ++bits) {
@@ -738,6 +755,32 @@ TEST_SUITE("gpu") {
           const Output got = run_step<__half>(st, x, rows, vocab, k);
           CHECK(got.idx == ref.idx);  // exact for every step: equal logits give equal probabilities
         }
+      }
+    }
+  }
+
+  // Step 7's bound (float rows of 16 or 32 lanes, K > 2) keeps a row's logits at or above the k-th largest
+  // lane max: rows of a few candidates take it, rows of many, of a NaN or of too few finite logits sort all.
+  // Row r % 4: normal; integer logits (many ties); a tie of 9 at the top (candidates that tie); a NaN, or
+  // 5 finite logits, the rest -inf. Groups of 16 lanes put two kinds in one warp; f16 rows sort all keys.
+  TEST_CASE("step 7's bound: rows of few candidates (some tied) and rows that sort all, side by side in a warp") {
+    const std::int64_t rows = kl::sanitizing() ? 8 : 64;
+    for (int vocab : {33, 64, 100, 128, 129, 200, 256}) {
+      for (int k : {3, 6, 8}) {
+        auto x = kl::normal_floats(rows * vocab, 0, 2, kl::seed_for(512 + vocab * 8 + k));
+        const auto ints = kl::integer_floats(rows * vocab, -3, 3, kl::seed_for(513 + vocab * 8 + k));
+        for (std::int64_t r = 0; r < rows; ++r) {
+          float* row = x.data() + r * vocab;
+          if (r % 4 == 1) std::copy(ints.begin() + r * vocab, ints.begin() + (r + 1) * vocab, row);
+          if (r % 4 == 2)
+            for (int j = 0; j < 9; ++j) row[(j * 37 + static_cast<int>(r)) % vocab] = 9.f;
+          if (r % 4 == 3 && r % 8 == 3) row[static_cast<int>(r) % vocab] = NAN;
+          if (r % 4 == 3 && r % 8 == 7) std::fill(row + 5, row + vocab, -INFINITY);
+        }
+        CAPTURE(vocab);
+        CAPTURE(k);
+        check_all_steps<float>(x, rows, vocab, k);
+        check_all_steps<__half>(quantize<__half>(x), rows, vocab, k);
       }
     }
   }

@@ -55,7 +55,8 @@ __device__ __forceinline__ void load_lane(const T* xr, int vocab, int c0, T (&ra
 // write their winners side by side. G and S are template parameters: every loop but the rounds' (K, a
 // run-time value) is unrolled, and a round is one redux.sync (G = 32; two for a float's 64-bit keys)
 // or log2 G butterfly levels. A group past the last row runs empty: its warp stays whole for the
-// reductions.
+// reductions. Float rows of 16 or 32 lanes at K > 2 first bound the winners from below (K <= G rounds
+// on one int a lane): only the logits at or above it, about K + 1, become keys (bounded_topk, parts.cuh).
 template <class T, int G, int S>
 __global__ void __launch_bounds__(32 * kWarpsPerBlock)
     topk_lanes_per_row(const T* x, std::int64_t rows, int vocab, int k, bool packed, float* prob, int* idx) {
@@ -66,6 +67,10 @@ __global__ void __launch_bounds__(32 * kWarpsPerBlock)
   T raw[kLogitsPerLane] = {};
   if (packed) load_lane<true>(xr, live ? vocab : 0, c0, raw);
   else load_lane<false>(xr, live ? vocab : 0, c0, raw);
+  if constexpr (S == kLogitsPerLane && kBounded<T, G>) {   // else, or if the warp's rows are not bounded: all 8
+    __shared__ float2 lists[32 * kWarpsPerBlock / G][32];  // (logit, index) of each group's candidates
+    if (bounded_topk<T, G>(raw, live, row, vocab, k, lane, lists[threadIdx.x / G], prob, idx)) return;
+  }
   float v[kLogitsPerLane];
   LaneKey<T> keys[kLogitsPerLane], top[S];
 #pragma unroll
