@@ -908,7 +908,7 @@ __device__ __forceinline__ int group_offset(int n, int lane) {
 // Where it pays (H100; results/h100/lesson05_bound_all_ab.txt with the bound on every dtype and on groups
 // of 8 lanes too, lesson05_bound_ab.txt as kept): a float's keys are 64 bits, so sorting 8 and the rounds
 // cost at least twice what 16-bit logits' 32-bit keys do. With 32-bit keys the bound lost at 64 and 128 experts and
-// moved 200 and 256 by less than 5 %, either way; float rows of 8 lanes did not move.
+// moved 200 and 256 little, either way; float rows of 8 lanes did not move.
 template <class T, int G>
 constexpr bool kBounded = sizeof(T) == 4 && G >= 16;
 
