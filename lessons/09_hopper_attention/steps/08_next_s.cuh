@@ -11,7 +11,7 @@
 namespace lesson09 {
 
 // Step 7's kernel (its producer, shared memory and tile order), with the groups' loop turned so that a tile
-// ends by issuing the next tile's first S, then storing its own O.
+// ends by issuing the next tile's first S, then storing its own O, when the next tile's Q is already in.
 template <int D, bool kCausal>
 __global__ void __launch_bounds__(WideSmem<D>::kThreads, 1)
     flash_next_s(Problem p, const __grid_constant__ TmaMaps maps) {
@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(WideSmem<D>::kThreads, 1)
   auto stage = [&](int kt) { return (it + kt) % kWideStages; };
   auto phase = [&](int kt) { return (it + kt) / kWideStages % 2; };
   auto needs_mask = [&](int k0) { return k0 + kWideBc > p.seq || (kCausal && k0 + kWideBc - 1 > first_row); };
-  // Tile n's Q landed: take its number, false once no tile is left.
+  // Waits for tile n's Q and takes the tile's number: false once no tile is left.
   auto take_tile = [&](int n) {
     kl::mbarrier_wait(full + kWideStages, n % 2);
     const unsigned tile = *tile_no;
