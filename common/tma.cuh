@@ -49,19 +49,6 @@ __device__ __forceinline__ void mbarrier_wait(std::uint64_t* bar, int phase) {
       : "memory");
 }
 
-// Whether the barrier's phase of parity `phase` has completed, without waiting for it.
-__device__ __forceinline__ bool mbarrier_ready(std::uint64_t* bar, int phase) {
-  std::uint32_t done;
-  asm volatile(
-      "{\n.reg .pred done;\n"
-      "mbarrier.test_wait.parity.shared::cta.b64 done, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, done;\n}\n"
-      : "=r"(done)
-      : "r"(smem_u32(bar)), "r"(phase)
-      : "memory");
-  return done != 0;
-}
-
 // Copies the box at coordinates (c0 innermost, c1, c2) of a 3-D tensor into shared memory at dst;
 // completion is counted on bar. Issued by one thread.
 __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, int c0, int c1, int c2,
