@@ -450,15 +450,16 @@ constexpr int kFullSortK = 32;
 constexpr int kKeepAt = 192;  // 3/4 of f32's buffer, 3/8 of 16-bit's: faster than 128 and 256 (NOTES.md)
 
 // The sum of v over the warp's 32 lanes, in every lane: one instruction (__reduce_add_sync) on sm_80+,
-// a butterfly of 5 shuffles below, so that steps 4-6 run on every GPU from sm_75.
-__device__ __forceinline__ int warp_sum(int v) {
+// a butterfly of 5 shuffles below, so that steps 4-6 run on every GPU from sm_75. With `width` a smaller
+// power of two, each aligned group of `width` lanes gets its group's sum (a butterfly: redux.sync has one
+// result per warp).
+__device__ __forceinline__ int warp_sum(int v, int width = 32) {
 #if KL_ARCH_AT_LEAST(80)
-  return __reduce_add_sync(kl::kFullMask, v);
-#else
-#pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(kl::kFullMask, v, offset);
-  return v;
+  if (width == 32) return __reduce_add_sync(kl::kFullMask, v);
 #endif
+#pragma unroll
+  for (int offset = width / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(kl::kFullMask, v, offset);
+  return v;
 }
 
 // Sorts the 32 R values a warp holds, R a lane (rank e = 32 r + lane), largest first: a bitonic
@@ -818,12 +819,19 @@ __host__ __device__ inline float key32_value(Key32 key) {
 
 __host__ __device__ inline int key_index(Key32 key) { return static_cast<int>(0xFFFFu - (key & 0xFFFFu)); }
 
-// group_max_redux for 32-bit keys: one redux.sync on a whole warp.
+// group_max_redux for 32-bit keys: one redux.sync on a whole warp; and for step 7's bound's ordered ints
+// (ordered_int, below), a signed max.
 __device__ __forceinline__ Key32 group_max_redux(Key32 key, int width) {
 #if KL_ARCH_AT_LEAST(80)
   if (width == 32) return __reduce_max_sync(kl::kFullMask, key);
 #endif
   return group_max(key, width);
+}
+__device__ __forceinline__ int group_max_redux(int v, int width) {
+#if KL_ARCH_AT_LEAST(80)
+  if (width == 32) return __reduce_max_sync(kl::kFullMask, v);
+#endif
+  return group_max(v, width);
 }
 
 // Step 7's keys, made from the logit as stored: 32 bits for a 16-bit logit (make_key32, integer
@@ -847,27 +855,6 @@ __device__ __forceinline__ float lane_key_value(LaneKey<T> key) {
 // float's magnitude bits flipped. Its own inverse.
 __host__ __device__ __forceinline__ int ordered_int(int bits) { return bits ^ ((bits >> 31) & 0x7FFFFFFF); }
 
-// The largest int, and the sum, of each aligned group of G lanes in all its lanes: for a whole warp
-// one redux.sync on sm_80+ (warp_sum, step 4), else a butterfly.
-template <int G>
-__device__ __forceinline__ int group_max_int(int v) {
-#if KL_ARCH_AT_LEAST(80)
-  if constexpr (G == 32) return __reduce_max_sync(kl::kFullMask, v);
-  else
-#endif
-    return group_max(v, G);
-}
-
-template <int G>
-__device__ __forceinline__ int group_sum_int(int v) {
-  if constexpr (G == 32) {
-    return warp_sum(v);
-  } else {
-    for (int offset = G / 2; offset > 0; offset /= 2) v += __shfl_xor_sync(kl::kFullMask, v, offset);
-    return v;
-  }
-}
-
 // The k-th largest of the group's lane maxima (ordered ints), counting repeats: a round takes the
 // group's largest, counts the lanes that hold it and retires them. At least k logits of the row are at
 // or above it, so the row's k-th best is too: a lower bound for the winners. k rounds, whichever round
@@ -878,7 +865,7 @@ __device__ __forceinline__ int kth_lane_max(int mine, int k, int& top) {
   const unsigned first = threadIdx.x % 32 / G * G, bits = G == 32 ? ~0u : (1u << G) - 1;
   int bound = INT_MIN, count = 0;
   for (int r = 0; r < (k <= G ? k : 1); ++r) {
-    const int best = group_max_int<G>(mine);
+    const int best = group_max_redux(mine, G);
     if (r == 0) top = best;
     count += __popc(__ballot_sync(kl::kFullMask, mine == best) >> first & bits);
     if (count >= k && bound == INT_MIN) bound = best;
@@ -933,7 +920,7 @@ __device__ __forceinline__ bool bounded_topk(const T (&raw)[8], bool live, std::
     n += v[i] >= floor;
   }
   s = kl::warp_allreduce(s, G);
-  const int listed = group_sum_int<G>(n);
+  const int listed = warp_sum(n, G);
   if (!__all_sync(kl::kFullMask, !live || (floor > -INFINITY && listed <= 32 && s == s))) return false;
   int at = group_offset<G>(n, lane);
 #pragma unroll
