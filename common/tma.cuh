@@ -49,6 +49,19 @@ __device__ __forceinline__ void mbarrier_wait(std::uint64_t* bar, int phase) {
       : "memory");
 }
 
+// Whether the barrier's phase of parity `phase` has completed, without waiting for it.
+__device__ __forceinline__ bool mbarrier_ready(std::uint64_t* bar, int phase) {
+  std::uint32_t done;
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "mbarrier.test_wait.parity.shared::cta.b64 done, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, done;\n}\n"
+      : "=r"(done)
+      : "r"(smem_u32(bar)), "r"(phase)
+      : "memory");
+  return done != 0;
+}
+
 // Copies the box at coordinates (c0 innermost, c1, c2) of a 3-D tensor into shared memory at dst;
 // completion is counted on bar. Issued by one thread.
 __device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, int c0, int c1, int c2,
@@ -95,6 +108,21 @@ __device__ __forceinline__ void bulk_wait_group() {
 // __syncthreads'): one warpgroup can meet without stopping the others.
 __device__ __forceinline__ void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// The same barrier, returning to every one of its `threads` threads whether `pred` held in all of them: a
+// decision the whole group takes together (bar.red.and).
+__device__ __forceinline__ bool named_barrier_all(int id, int threads, bool pred) {
+  std::uint32_t all;
+  asm volatile(
+      "{\n.reg .pred p, q;\n"
+      "setp.ne.u32 p, %1, 0;\n"
+      "bar.red.and.pred q, %2, %3, p;\n"
+      "selp.u32 %0, 1, 0, q;\n}\n"
+      : "=r"(all)
+      : "r"(static_cast<std::uint32_t>(pred)), "r"(id), "r"(threads)
+      : "memory");
+  return all != 0;
 }
 
 // ---- thread-block clusters (sm_90) ----------------------------------------------------------------

@@ -17,7 +17,10 @@
   producer thread, the stage barriers and what each consumer group runs on which tile;
 - lessons/09_hopper_attention/figures/persistent_timeline.png: two query tiles on one SM in step 6 (a
   block each) and in step 7 (one block walking both), schematic: where step 7's loads of the next tile
-  go under the end of the current one.
+  go under the end of the current one;
+- lessons/09_hopper_attention/figures/next_s_timeline.png: the boundary between two query tiles of a
+  consumer group in step 7 and in step 8, schematic: step 8 issues the next tile's first S before this
+  tile's store when the next Q has landed (tested without waiting), and keeps step 7's order when not.
 
 Every function takes the output path and returns it; main() draws them all."""
 import os
@@ -343,11 +346,58 @@ def persistent_timeline(path):
                     note="green tick: the groups' last S = Q·Kᵀ of a tile is done; they arrive on Q's empty "
                     "barrier, and the producer loads the next tile's Q (its first K/V went when a stage freed).")
 
+
+def next_s_timeline(path):
+    """Step 8 of lesson 09 (steps/08_next_s.cuh) against step 7, one consumer group at the end of query
+    tile 0 and the start of tile 1 (schematic). Step 7: the last P·V, O's store (shuffles and global
+    stores: no tensor core), the wait for Q1's barrier, then S1.0 = Q1·K1.0ᵀ alone on the tensor cores,
+    then its softmax. Step 8: after the last P·V the group tests Q1's barrier without waiting
+    (mbarrier_ready in every thread, ANDed over the group); if Q1 is in, S1.0 is issued first and O0 is stored while
+    it computes, so the softmax of S1.0 starts and ends earlier; if not, O0 is stored first, as in step 7."""
+    landing, gemm, soft, fixed, store, saved = "#fee6ce", "#bcbddc", "#a1d99b", "0.75", "#9ecae1", "white"
+    pv = (0.0, 2.0, "last P0·V", gemm)  # the last GEMM of tile 0, the same in every case
+    s_len, soft_len, store_len, tick = 1.6, 1.8, 2.2, 0.15
+
+    def in_order(label, test):
+        """Step 7's order (and step 8's when Q1 has not landed): store O0, wait for Q1's barrier, S1.0,
+        its softmax; `test`: step 8's readiness test after the last P·V."""
+        wait = 2.15 + store_len
+        s0 = wait + tick + 0.05
+        cuda = [(2.15, store_len, "store O0", store), (wait, tick, "", fixed), (s0 + s_len + 0.1, soft_len,
+                                                                                 "softmax S1.0", soft)]
+        return [(f"{label}: tensor cores", [pv, (s0, s_len, "S1.0", gemm), (s0 + s_len + soft_len + 0.2, 1.4,
+                                                                          "S1.1, …", gemm)]),
+                (f"{label}: CUDA cores", cuda + ([(2.0, tick, "", fixed)] if test else []))], s0 + s_len + 0.1
+
+    step7, soft7 = in_order("step 7", False)
+    # step 8, Q1 landed: S1.0 issued at once, O0 stored under it, the softmax once both are done
+    s8 = 2.0 + tick + 0.05
+    soft8 = max(s8 + s_len, s8 + store_len) + 0.1
+    landed = [("step 8, Q1 landed: TMA", [(0.3, 1.4, "Q1 lands", landing)]),
+              ("step 8, Q1 landed: tensor cores", [pv, (s8, s_len, "S1.0", gemm),
+                                                   (soft8 + soft_len + 0.2, 1.4, "S1.1, …", gemm)]),
+              ("step 8, Q1 landed: CUDA cores", [(2.0, tick, "", fixed),
+                                                 (s8, store_len, "store O0 (under S1.0)", store),
+                                                 (soft8, soft_len, "softmax S1.0", soft),
+                                                 (soft8 + soft_len, soft7 - soft8, "time saved vs step 7", saved)])]
+    not_landed, _ = in_order("step 8, Q1 not landed", True)
+    rows = step7 + landed + [("step 8, Q1 not landed: TMA", [(1.2, 2.2, "Q1 lands", landing)])] + not_landed
+    return timeline(path, rows, 10.5,
+                    "time (schematic, not to scale); one consumer group, the end of query tile 0 and the start "
+                    "of tile 1",
+                    "Lesson 09, step 8: the next tile's first S under this tile's store",
+                    note="grey: Q1's barrier. Step 7 waits on it after the store; step 8 tests it after the last "
+                    "P·V without waiting (mbarrier_ready, ANDed over the group by bar.red).\nLanded: S1.0 is issued, "
+                    "then O0 is stored while it computes. Not landed: O0 first, as in step 7 (S first would hold "
+                    "the store behind the wait for Q1).")
+
+
 FIGURES = [("06_tiled_gemm", "tiling.png", tiling), ("07_wmma_attention", "mma_fragments.png", mma_fragments),
            ("09_hopper_attention", "swizzle_descriptor.png", swizzle_descriptor),
            ("09_hopper_attention", "pipelines.png", pipelines),
            ("09_hopper_attention", "wide_tiles_timeline.png", wide_tiles_timeline),
-           ("09_hopper_attention", "persistent_timeline.png", persistent_timeline)]
+           ("09_hopper_attention", "persistent_timeline.png", persistent_timeline),
+           ("09_hopper_attention", "next_s_timeline.png", next_s_timeline)]
 
 
 def main(root=ROOT):

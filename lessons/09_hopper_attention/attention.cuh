@@ -15,7 +15,9 @@
 //                               barriers and row reductions per key
 //   7    persistent             step 6 in one block per SM drawing query tiles from a counter: the next tile's
 //                               loads run under the last P.V and O's store
-//   8    dispatch               picks step 3, 6 or 7 by D, causal and S (step 1 where there is no sm_90a code)
+//   8    next_s                 step 7 with the next tile's first S = QK^T issued before this tile's O store,
+//                               once its Q has landed: the store runs under the GEMM
+//   9    dispatch               picks step 3, 7 or 8 by D, causal and S (step 1 where there is no sm_90a code)
 //   lib  cublas_materialised_S  cuBLAS batched GEMM -> S in memory, lesson 04 softmax, batched GEMM
 #pragma once
 #include <cuda_fp16.h>
@@ -43,17 +45,16 @@ using lesson07::launch_library;
 // ---- the dispatcher ---------------------------------------------------------------------------------------
 
 // The step attention() runs (a number of the table below), from the H100 sweep (results/h100/lesson09.csv):
-// step 7 at D = 128 at every S, and at D = 64 from S = 2048; causal at D = 64, step 6 from S = 8192 and
-// step 3 below (causal rows of few key tiles: step 3's two blocks of 256 threads per SM keep more warps
-// computing); step 3 at D = 64 below S = 2048. Step 1 where this process has no sm_90a code for the GPU.
+// step 8 at D = 128, causal from S = 4096 (step 7 below: there step 8's early S lost), at D = 64 from
+// S = 2048, causal from S = 4096; step 3 below at D = 64 (rows of few key tiles: step 3's two blocks of 256
+// threads per SM keep more warps computing). Step 1 where this process has no sm_90a code for the GPU.
 inline int choose_step(int dim, bool causal, int seq, bool hopper) {
   if (!hopper) return 1;
-  if (dim == 128) return 7;
-  if (causal) return seq >= 8192 ? 6 : 3;
-  return seq >= 2048 ? 7 : 3;
+  if (dim == 128) return causal && seq < 4096 ? 7 : 8;
+  return seq >= (causal ? 4096 : 2048) ? 8 : 3;
 }
 
-// attention(): the chosen step's launcher (steps 2-7 are hopper_steps()[0 ... 5]).
+// attention(): the chosen step's launcher (steps 2-8 are hopper_steps()[0 ... 6]).
 inline void launch_dispatch(const Problem& p, Workspace& ws, cudaStream_t s) {
   const int step = choose_step(p.dim, p.causal, p.seq, hopper_available());
   if (step == 1) launch_flash_mma(p, ws, s);
@@ -71,7 +72,7 @@ inline std::vector<Step> ladder_steps() {
   };
   const std::vector<Step>& hopper = hopper_steps();
   steps.insert(steps.end(), hopper.begin(), hopper.end());
-  steps.push_back(kl::step("dispatch", "picks step 3, 6 or 7 by D, causal and S (step 1 where there is no sm_90a code)",
+  steps.push_back(kl::step("dispatch", "picks step 3, 7 or 8 by D, causal and S (step 1 where there is no sm_90a code)",
                            launch_dispatch)
                       .needs(80));
   steps.push_back(kl::step("cublas_materialised_S",

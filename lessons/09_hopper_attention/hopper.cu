@@ -17,6 +17,7 @@
 #include "lessons/09_hopper_attention/steps/05_overlap.cuh"
 #include "lessons/09_hopper_attention/steps/06_wide_tiles.cuh"
 #include "lessons/09_hopper_attention/steps/07_persistent.cuh"
+#include "lessons/09_hopper_attention/steps/08_next_s.cuh"
 
 namespace lesson09 {
 
@@ -62,6 +63,12 @@ const std::vector<Step>& hopper_steps() {
                "step 6 in one block per SM drawing query tiles from a counter: the next tile's loads run under "
                "the last P.V and O's store",
                launch_persistent)
+          .needs(90)
+          .arch_specific(),
+      kl::step("next_s",
+               "step 7 with the next tile's first S = QK^T issued before this tile's O store, once its Q has "
+               "landed: the store runs under the GEMM",
+               launch_next_s)
           .needs(90)
           .arch_specific(),
   };

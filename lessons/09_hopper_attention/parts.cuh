@@ -6,10 +6,12 @@
 #pragma once
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
 #include "common/check.cuh"
+#include "common/device.cuh"
 #include "common/ptx.cuh"
 #include "common/softmax_math.cuh"
 #include "common/tma.cuh"
@@ -399,6 +401,73 @@ inline TmaMaps wide_tma_maps(const Problem& p) {
   return {head_tensor_map(p.q, p.heads_total(), p.seq, p.dim),
           head_tensor_map(p.k, p.heads_total(), p.seq, p.dim, kWideBc),
           head_tensor_map(p.v, p.heads_total(), p.seq, p.dim, kWideBc)};
+}
+
+// ---- introduced by step 7 (one block per SM), used by steps 7-8 ---------------------------------------
+
+// Step 6's shared memory, the number of the block's tile and Q's "empty" barrier (every consumer thread
+// arrives on it once its group's last S = Q·Kᵀ of a tile is done).
+template <int D>
+struct PersistentSmem : WideSmem<D> {
+  static constexpr int kQEmpty = WideSmem<D>::kBytes, kTileNo = kQEmpty + 8, kBytes = kTileNo + 8;
+};
+static_assert(PersistentSmem<128>::kBytes + 1024 <= 227 * 1024, "a block's shared memory on sm_90");
+
+// The tiles drawn so far, set to 0 before every launch (one launch at a time on this device).
+__device__ unsigned next_query_tile;
+
+// Key tiles a query tile starting at row q0 reads: all of the head's `all`, or causal up to its last row's.
+template <int D, bool kCausal>
+__device__ __forceinline__ int persistent_key_tiles(int q0, int all) {
+  return kCausal ? min(all, (q0 + PersistentSmem<D>::kBr + kWideBc - 1) / kWideBc) : all;
+}
+
+// Step 7's producer (thread 0): draws tiles (flash_tile's order: each head's tiles, the longest causal first)
+// until none is left, and for each loads its first K and V into a stage the groups have released, then, once
+// every group is done with the previous Q, the tile's number and Q, then its other K and V; the next tile is
+// drawn as soon as this one's loads are issued (its atomic is not waited for between tiles).
+template <int D, bool kCausal>
+__device__ __forceinline__ void produce_persistent(unsigned char* smem, const Problem& p, const TmaMaps& maps,
+                                                   unsigned tiles, int all) {
+  using L = PersistentSmem<D>;
+  auto* full = reinterpret_cast<std::uint64_t*>(smem + L::kBars);
+  auto* q_empty = reinterpret_cast<std::uint64_t*>(smem + L::kQEmpty);
+  volatile unsigned* tile_no = reinterpret_cast<unsigned*>(smem + L::kTileNo);
+  int it = 0;  // key tiles loaded before this query tile
+  for (unsigned n = 0, tile = atomicAdd(&next_query_tile, 1u);; ++n) {
+    std::int64_t head = 0;
+    int q0 = 0;
+    if (tile < tiles) {
+      lesson07::flash_tile(p, L::kBr, tile, head, q0);
+      load_kv_wide<D>(smem, maps, 0, static_cast<int>(head), it);
+    }
+    kl::mbarrier_wait(q_empty, (n + 1) % 2);  // the groups are done with the previous tile's Q and number
+    *tile_no = tile;
+    if (tile >= tiles) {
+      kl::mbarrier_arrive(full + kWideStages);  // no tile left: the groups wake, read it and stop
+      return;
+    }
+    load_q_wide<D>(smem, maps, q0, static_cast<int>(head));
+    const int nk = persistent_key_tiles<D, kCausal>(q0, all);
+    for (int kt = 1; kt < nk; ++kt) load_kv_wide<D>(smem, maps, kt, static_cast<int>(head), it + kt);
+    it += nk;
+    tile = atomicAdd(&next_query_tile, 1u);
+  }
+}
+
+// A persistent kernel's launch: a block per SM (or per query tile, if fewer), the counter zeroed first on the
+// stream (a graph captures both).
+template <auto Kernel, int D>
+void launch_persistent_grid(const Problem& p, cudaStream_t s) {
+  using L = PersistentSmem<D>;
+  static void* const counter = [] {
+    void* ptr = nullptr;
+    CUDA_CHECK(cudaGetSymbolAddress(&ptr, next_query_tile));
+    return ptr;
+  }();
+  const unsigned blocks = std::min(lesson07::flash_blocks(p, L::kBr), static_cast<unsigned>(kl::sm_count()));
+  CUDA_CHECK(cudaMemsetAsync(counter, 0, sizeof(unsigned), s));
+  launch_flash_grid<Kernel>(blocks, L::kBytes + 1024, L::kThreads, p, s, wide_tma_maps(p));
 }
 
 }  // namespace lesson09

@@ -134,21 +134,22 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "the dispatcher: step 7 at D = 128 and at D = 64 from S = 2048; causal at D = 64 step 6 from S = 8192; else "
-    "step 3; step 1 without sm_90a") {
+    "the dispatcher: step 8 at D = 128 (causal: from S = 4096, step 7 below); at D = 64 step 8 from S = 2048 "
+    "(causal 4096), step 3 below; step 1 without sm_90a") {
   using lesson09::choose_step;
-  for (int s : {1, 128, 4096, 16384})
-    for (bool causal : {false, true}) CHECK(choose_step(128, causal, s, true) == 7);
-  for (int s : {2048, 4096, 16384}) CHECK(choose_step(64, false, s, true) == 7);
+  for (int s : {1, 128, 4096, 16384}) CHECK(choose_step(128, false, s, true) == 8);
+  for (int s : {4096, 8192, 16384}) CHECK(choose_step(128, true, s, true) == 8);
+  for (int s : {1, 512, 2048, 4095}) CHECK(choose_step(128, true, s, true) == 7);
+  for (int s : {2048, 4096, 16384}) CHECK(choose_step(64, false, s, true) == 8);
   for (int s : {1, 1024, 2047}) CHECK(choose_step(64, false, s, true) == 3);
-  for (int s : {8192, 16384}) CHECK(choose_step(64, true, s, true) == 6);
-  for (int s : {1, 2048, 4096, 8191}) CHECK(choose_step(64, true, s, true) == 3);
+  for (int s : {4096, 8192, 16384}) CHECK(choose_step(64, true, s, true) == 8);
+  for (int s : {1, 2048, 4095}) CHECK(choose_step(64, true, s, true) == 3);
   for (int d : {64, 128})
     for (bool causal : {false, true}) CHECK(choose_step(d, causal, 4096, false) == 1);
-  // the steps it names are the table's steps 1, 3, 6 and 7
+  // the steps it names are the table's steps 1, 3, 7 and 8
   CHECK(std::string(kSteps[2].name) == "tma");
-  CHECK(std::string(kSteps[5].name) == "wide_tiles");
   CHECK(std::string(kSteps[6].name) == "persistent");
+  CHECK(std::string(kSteps[7].name) == "next_s");
 }
 
 TEST_CASE("the step labels are 1 ... n, then lib (the CSV, the figure and the README tables read them)") {
@@ -258,12 +259,15 @@ TEST_SUITE("gpu") {
     }
   }
 
-  TEST_CASE("step 7, persistent: more query tiles than SMs, so each block walks several (its stages run on)") {
-    REQUIRE(kl::find_steps(kSteps, "persistent").size() == 1);
+  TEST_CASE("steps 7 and 8, persistent: more query tiles than SMs, so each block walks several (its stages run on)") {
     const int heads = kl::sm_count() + 1;  // S = 200: two query tiles a head at D = 64 and 128
-    for (bool causal : {false, true})
-      for (int d : {64, 128})
-        check_steps(flash(1, heads, 200, d, causal), kl::seed_for(870 + d + causal), false, "persistent");
+    for (const char* step : {"persistent", "next_s"}) {
+      CAPTURE(step);
+      REQUIRE(kl::find_steps(kSteps, step).size() == 1);
+      for (bool causal : {false, true})
+        for (int d : {64, 128})
+          check_steps(flash(1, heads, 200, d, causal), kl::seed_for(870 + d + causal), false, step);
+    }
   }
 
   TEST_CASE("every step: scores scaled by 1e3, causal and not (the row max must be subtracted)") {

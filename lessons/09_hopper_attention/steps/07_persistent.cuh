@@ -3,28 +3,15 @@
 // on their SM; here the producer loads the next tile's Q, K and V while the groups finish P·V and store O.
 // Tiles come from a counter all blocks draw from, in step 6's order, so blocks share unequal causal tiles.
 #pragma once
-#include <algorithm>
 #include <cstdint>
 
-#include "common/device.cuh"
 #include "lessons/09_hopper_attention/parts.cuh"
 
 namespace lesson09 {
 
-// Step 6's shared memory, the number of the block's tile and Q's "empty" barrier (every consumer thread
-// arrives on it once its group's last S = Q·Kᵀ of a tile is done).
-template <int D>
-struct PersistentSmem : WideSmem<D> {
-  static constexpr int kQEmpty = WideSmem<D>::kBytes, kTileNo = kQEmpty + 8, kBytes = kTileNo + 8;
-};
-static_assert(PersistentSmem<128>::kBytes + 1024 <= 227 * 1024, "a block's shared memory on sm_90");
-
-// The tiles drawn so far, set to 0 before every launch (one launch at a time on this device).
-__device__ unsigned next_query_tile;
-
-// Step 6's kernel in a loop over the tiles the producer draws (flash_tile's order: each head's tiles, the
-// longest causal first), the next once this one's loads are issued (its atomic is not waited for between
-// tiles). Q waits for every group's last S of the tile before; the tile's number comes with Q's barrier.
+// Step 6's kernel in a loop over the tiles its producer (produce_persistent, parts.cuh) draws: flash_tile's
+// order, each head's tiles, the longest causal first. Q waits for every group's last S of the tile before;
+// the tile's number comes with Q's barrier.
 template <int D, bool kCausal>
 __global__ void __launch_bounds__(WideSmem<D>::kThreads, 1)
     flash_persistent(Problem p, const __grid_constant__ TmaMaps maps) {
@@ -37,34 +24,15 @@ __global__ void __launch_bounds__(WideSmem<D>::kThreads, 1)
   volatile unsigned* tile_no = reinterpret_cast<unsigned*>(smem + L::kTileNo);
   const int all = (p.seq + kWideBc - 1) / kWideBc;
   const unsigned tiles = (p.seq + L::kBr - 1) / L::kBr * static_cast<unsigned>(p.heads_total());  // < 2^31
-  auto key_tiles = [&](int q0) { return kCausal ? min(all, (q0 + L::kBr + kWideBc - 1) / kWideBc) : all; };
   if (threadIdx.x == 0) kl::mbarrier_init(q_empty, L::kGroups * 128);
   init_ws_barriers<kWideStages, L::kGroups>(full, empty);
-  int it = 0;  // key tiles loaded (producer) or consumed (groups) before this query tile
   if (threadIdx.x < 128) {
     kl::setmaxnreg_dec<kProducerRegs>();
-    if (threadIdx.x != 0) return;
-    for (unsigned n = 0, tile = atomicAdd(&next_query_tile, 1u);; ++n) {
-      std::int64_t head = 0;
-      int q0 = 0;
-      if (tile < tiles) {  // its first K and V, into a stage the groups have released
-        lesson07::flash_tile(p, L::kBr, tile, head, q0);
-        load_kv_wide<D>(smem, maps, 0, static_cast<int>(head), it);
-      }
-      kl::mbarrier_wait(q_empty, (n + 1) % 2);  // the groups are done with the previous tile's Q and number
-      *tile_no = tile;
-      if (tile >= tiles) {
-        kl::mbarrier_arrive(full + kWideStages);  // no tile left: the groups wake, read it and stop
-        return;
-      }
-      load_q_wide<D>(smem, maps, q0, static_cast<int>(head));
-      const int nk = key_tiles(q0);
-      for (int kt = 1; kt < nk; ++kt) load_kv_wide<D>(smem, maps, kt, static_cast<int>(head), it + kt);
-      it += nk;
-      tile = atomicAdd(&next_query_tile, 1u);
-    }
+    if (threadIdx.x == 0) produce_persistent<D, kCausal>(smem, p, maps, tiles, all);
+    return;
   }
   kl::setmaxnreg_inc<L::kConsumerRegs>();
+  int it = 0;  // key tiles consumed before this query tile
   const int group = threadIdx.x / 128 - 1, w = threadIdx.x / 32 % 4, lane = threadIdx.x % 32, g = lane / 4,
             t = lane % 4;
   const unsigned char* qs = smem + L::kQ + group * L::kQTile;
@@ -76,7 +44,7 @@ __global__ void __launch_bounds__(WideSmem<D>::kThreads, 1)
     std::int64_t head64;
     int q0;
     lesson07::flash_tile(p, L::kBr, tile, head64, q0);
-    const int nk = key_tiles(q0);
+    const int nk = persistent_key_tiles<D, kCausal>(q0, all);
     auto stage = [&](int kt) { return (it + kt) % kWideStages; };
     auto phase = [&](int kt) { return (it + kt) / kWideStages % 2; };
     const int row = q0 + 64 * group + 16 * w + g, first_row = q0 + 64 * group;
@@ -128,23 +96,11 @@ __global__ void __launch_bounds__(WideSmem<D>::kThreads, 1)
   }
 }
 
-// A block per SM (or per query tile, if fewer); the counter zeroed first on the stream (a graph captures both).
-template <int D, bool kCausal>
-void launch_persistent_as(const Problem& p, cudaStream_t s) {
-  using L = PersistentSmem<D>;
-  static void* const counter = [] {
-    void* ptr = nullptr;
-    CUDA_CHECK(cudaGetSymbolAddress(&ptr, next_query_tile));
-    return ptr;
-  }();
-  const unsigned blocks = std::min(lesson07::flash_blocks(p, L::kBr), static_cast<unsigned>(kl::sm_count()));
-  CUDA_CHECK(cudaMemsetAsync(counter, 0, sizeof(unsigned), s));
-  launch_flash_grid<flash_persistent<D, kCausal>>(blocks, L::kBytes + 1024, L::kThreads, p, s, wide_tma_maps(p));
-}
-
 inline void launch_persistent(const Problem& p, lesson07::Workspace&, cudaStream_t s) {
-  with_dim_causal(
-      p, [&](auto d, auto causal) { launch_persistent_as<decltype(d)::value, decltype(causal)::value>(p, s); });
+  with_dim_causal(p, [&](auto d, auto causal) {
+    constexpr int kD = decltype(d)::value;
+    launch_persistent_grid<flash_persistent<kD, decltype(causal)::value>, kD>(p, s);
+  });
 }
 
 }  // namespace lesson09
