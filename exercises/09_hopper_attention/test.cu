@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(256) ring_sums(const __grid_constant__ CUtenso
   const int c = threadIdx.x - 128;
   for (int i = 0, tile = blockIdx.x; tile < tiles; ++i, tile += gridDim.x) {
     const auto sl = R::slot(i, kStages);
-    if (!wait_bounded(full + sl.stage, sl.full_parity)) {
+    if (__any_sync(kl::kFullMask, !wait_bounded(full + sl.stage, sl.full_parity))) {
       atomicExch(stuck, 1);
       return;
     }
@@ -277,7 +277,7 @@ __global__ void __launch_bounds__(256) persistent_sums(const __grid_constant__ C
   }
   const int c = threadIdx.x - 128;
   for (int n = 0, before = 0;; ++n) {
-    if (!wait_bounded(&q_full, n % 2)) {
+    if (__any_sync(kl::kFullMask, !wait_bounded(&q_full, n % 2))) {
       atomicExch(stuck, 1);
       return;
     }
@@ -288,7 +288,7 @@ __global__ void __launch_bounds__(256) persistent_sums(const __grid_constant__ C
     float part = 0;
     for (int kt = 0; kt < keys; ++kt) {
       const auto sl = P::slot(n, before, kt, kStages);
-      if (!wait_bounded(full + sl.stage, sl.full_parity)) {
+      if (__any_sync(kl::kFullMask, !wait_bounded(full + sl.stage, sl.full_parity))) {
         atomicExch(stuck, 1);
         return;
       }
