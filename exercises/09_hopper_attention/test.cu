@@ -86,6 +86,12 @@ __device__ bool wait_bounded(std::uint64_t* bar, int parity) {
   }
 }
 
+// wait_bounded in every lane of a warp, which gives up together when any lane gave up: a warp whose lanes
+// then shuffle never runs __shfl_xor_sync with a lane that has returned.
+__device__ bool warp_wait_bounded(std::uint64_t* bar, int parity) {
+  return !__any_sync(kl::kFullMask, !wait_bounded(bar, parity));
+}
+
 // Given: tiles of 64 x 64 f16 stream through a ring of kStages slots. Thread 0 (the producer) refills
 // slot ring_slot(i).stage with the block's i-th tile once the consumers have emptied it; warpgroup 1
 // (the consumers) waits for each tile, adds it up into sums[tile] and releases the slot.
@@ -118,7 +124,7 @@ __global__ void __launch_bounds__(256) ring_sums(const __grid_constant__ CUtenso
   const int c = threadIdx.x - 128;
   for (int i = 0, tile = blockIdx.x; tile < tiles; ++i, tile += gridDim.x) {
     const auto sl = R::slot(i, kStages);
-    if (__any_sync(kl::kFullMask, !wait_bounded(full + sl.stage, sl.full_parity))) {
+    if (!warp_wait_bounded(full + sl.stage, sl.full_parity)) {
       atomicExch(stuck, 1);
       return;
     }
@@ -277,7 +283,7 @@ __global__ void __launch_bounds__(256) persistent_sums(const __grid_constant__ C
   }
   const int c = threadIdx.x - 128;
   for (int n = 0, before = 0;; ++n) {
-    if (__any_sync(kl::kFullMask, !wait_bounded(&q_full, n % 2))) {
+    if (!warp_wait_bounded(&q_full, n % 2)) {
       atomicExch(stuck, 1);
       return;
     }
@@ -288,7 +294,7 @@ __global__ void __launch_bounds__(256) persistent_sums(const __grid_constant__ C
     float part = 0;
     for (int kt = 0; kt < keys; ++kt) {
       const auto sl = P::slot(n, before, kt, kStages);
-      if (__any_sync(kl::kFullMask, !wait_bounded(full + sl.stage, sl.full_parity))) {
+      if (!warp_wait_bounded(full + sl.stage, sl.full_parity)) {
         atomicExch(stuck, 1);
         return;
       }

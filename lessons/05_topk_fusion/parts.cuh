@@ -819,15 +819,10 @@ __host__ __device__ inline float key32_value(Key32 key) {
 
 __host__ __device__ inline int key_index(Key32 key) { return static_cast<int>(0xFFFFu - (key & 0xFFFFu)); }
 
-// group_max_redux for 32-bit keys: one redux.sync on a whole warp; and for step 7's bound's ordered ints
-// (ordered_int, below), a signed max.
-__device__ __forceinline__ Key32 group_max_redux(Key32 key, int width) {
-#if KL_ARCH_AT_LEAST(80)
-  if (width == 32) return __reduce_max_sync(kl::kFullMask, key);
-#endif
-  return group_max(key, width);
-}
-__device__ __forceinline__ int group_max_redux(int v, int width) {
+// group_max_redux for 32-bit integers: Key32 keys (unsigned) and step 7's bound's ordered ints (ordered_int,
+// below; signed): one redux.sync, whose max is signed or unsigned as the type is, on a whole warp.
+template <class I, std::enable_if_t<std::is_integral_v<I> && sizeof(I) == 4, int> = 0>
+__device__ __forceinline__ I group_max_redux(I v, int width) {
 #if KL_ARCH_AT_LEAST(80)
   if (width == 32) return __reduce_max_sync(kl::kFullMask, v);
 #endif
