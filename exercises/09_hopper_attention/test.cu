@@ -1,4 +1,4 @@
-// Grades exercises 09.1 to 09.3, built twice (exercise09_test: the files of exercises/09_hopper_attention
+// Grades exercises 09.1 to 09.4, built twice (exercise09_test: the files of exercises/09_hopper_attention
 // or a student's copy; solution09_test: the solutions and the wrong techniques, which must fail). Both
 // binaries are compiled for sm_90a alone, like the lesson's Hopper steps; on another GPU the GPU parts
 // are not graded. 09.1: the ring slot and its parities, on the CPU, then in a TMA pipeline of 2 and 3
@@ -6,6 +6,8 @@
 // 09.2: step 5 with the graded softmax, against float64 on rows whose max grows along the keys.
 // 09.3: the slot and parities across query tiles, on the CPU, then in a persistent pipeline (query
 // tiles of 1 to 5 key tiles drawn from a counter, as step 7's) with the same bounded waits.
+// 09.4: the group's AND, in blocks of three consumer groups and an idle producer warpgroup (step 8's
+// shape at D = 64), over rounds of answers where one thread, one warp or one group differs.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -17,6 +19,7 @@
 #include "common/grade.cuh"
 #include "common/random.hpp"
 #include "common/softmax_math.cuh"
+#include "common/tma.cuh"
 #include "common/warp.cuh"
 #include "lessons/09_hopper_attention/hopper.cuh"
 #include "lessons/09_hopper_attention/host.cuh"
@@ -27,6 +30,7 @@
 // techniques. (Everything those files include is included above, outside the namespaces.)
 namespace graded {
 #include <deferred_softmax.cuh>
+#include <group_all.cuh>
 #include <persistent_slot.cuh>
 #include <ring_slot.cuh>
 }  // namespace graded
@@ -35,6 +39,7 @@ namespace solution = graded;
 #else
 namespace solution {
 #include "solutions/09_hopper_attention/deferred_softmax.cuh"
+#include "solutions/09_hopper_attention/group_all.cuh"
 #include "solutions/09_hopper_attention/persistent_slot.cuh"
 #include "solutions/09_hopper_attention/ring_slot.cuh"
 }  // namespace solution
@@ -47,6 +52,9 @@ namespace same_parity {
 }
 namespace sum_not_rescaled {
 #include "solutions/09_hopper_attention/wrong/sum_not_rescaled.cuh"
+}
+namespace warp_vote {
+#include "solutions/09_hopper_attention/wrong/warp_vote.cuh"
 }
 
 namespace {
@@ -485,6 +493,109 @@ kl::grade::Speed race_softmax() {
   });
 }
 
+// ---- 09.4: the group's answer -------------------------------------------------------------------------------
+
+template <class Ns>
+struct Group;
+#define KL_GROUP(ns)                                                                                     \
+  template <>                                                                                            \
+  struct Group<struct ns##_tag> {                                                                        \
+    __device__ static bool all(bool pred, int group) { return ns::group_all(pred, group); }              \
+  };
+KL_GROUP(graded)
+KL_GROUP(solution)
+KL_GROUP(warp_vote)
+#undef KL_GROUP
+
+constexpr int kVoteGroups = 3, kVoteThreads = 128 * (1 + kVoteGroups);
+
+// An integer hash (a multiply-xorshift mix): the same bits on the host and the GPU.
+__host__ __device__ inline std::uint32_t mix32(std::uint32_t x) {
+  x ^= x >> 16;
+  x *= 0x7feb352du;
+  x ^= x >> 15;
+  x *= 0x846ca68bu;
+  return x ^ (x >> 16);
+}
+
+// The answer thread c (0-127) of group g brings to round r of block b. Rounds cycle through six kinds:
+// all true; all false; one thread false; one warp false; each false with probability 1/256 (about 60 % of
+// the groups all true); group 1 with one thread false while groups 0 and 2 are all true.
+__host__ __device__ inline bool vote(int b, int r, int g, int c) {
+  const int k = r / 6;
+  switch (r % 6) {
+    case 0: return true;
+    case 1: return false;
+    case 2: return c != (7 * k + 31 * g + b) % 128;
+    case 3: return c / 32 != (k + g + b) % 4;
+    case 4: return mix32(static_cast<std::uint32_t>(((b * 4096 + r) * 4 + g) * 128 + c)) % 256 != 0;
+    default: return g != 1 || c != (5 * k + b) % 128;
+  }
+}
+
+// Given: blocks of step 8's shape at D = 64 (a producer warpgroup that leaves at once, three consumer
+// groups). Each consumer thread calls group_all once a round; with `out` it records every answer, else it
+// counts the rounds that returned true into counts[] (what the timed runs compare).
+template <class G>
+__global__ void __launch_bounds__(kVoteThreads) group_votes(int rounds, unsigned char* out, unsigned* counts) {
+  if (threadIdx.x < 128) return;  // the producer warpgroup takes no part, as in step 8
+  const int g = threadIdx.x / 128 - 1, c = threadIdx.x % 128;
+  unsigned count = 0;
+  for (int r = 0; r < rounds; ++r) {
+    const bool all = G::all(vote(blockIdx.x, r, g, c), g);
+    if (out) out[(static_cast<std::size_t>(blockIdx.x) * rounds + r) * 384 + 128 * g + c] = all;
+    count += all;
+  }
+  if (counts) counts[blockIdx.x * 384 + 128 * g + c] = count;
+}
+
+template <class G>
+kl::grade::Failure check_group_gpu() {
+  const int blocks = 4, rounds = kl::grade::sanitized() ? 60 : 600;
+  kl::DeviceBuffer<unsigned char> out(static_cast<std::size_t>(blocks) * rounds * 384);
+  out.poison();
+  group_votes<G><<<blocks, kVoteThreads>>>(rounds, out.data(), nullptr);
+  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const std::vector<unsigned char> got = out.download();
+  static const char* kinds[] = {"all true", "all false", "one thread false", "one warp false",
+                                "a few threads false", "one thread of group 1 false"};
+  for (int b = 0; b < blocks; ++b)
+    for (int r = 0; r < rounds; ++r)
+      for (int g = 0; g < kVoteGroups; ++g) {
+        int falses = 0;
+        for (int c = 0; c < 128; ++c) falses += !vote(b, r, g, c);
+        for (int c = 0; c < 128; ++c) {
+          const unsigned char v = got[(static_cast<std::size_t>(b) * rounds + r) * 384 + 128 * g + c];
+          if (v != (falses == 0))
+            return "block " + std::to_string(b) + ", round " + std::to_string(r) + " (" + kinds[r % 6] +
+                   "), group " + std::to_string(g) + ": thread " + std::to_string(c) + " (warp " +
+                   std::to_string(c / 32) + ") got " + (v > 1 ? std::string("nothing") : std::to_string(v)) +
+                   ", expected " + std::to_string(falses == 0) + " (" + std::to_string(falses) +
+                   " of the group's 128 answers false)";
+        }
+      }
+  return {};
+}
+
+// 2^14 rounds in one block per SM; then every thread's count of true answers, exactly.
+template <class Mine>
+kl::grade::Speed race_group() {
+  if (kl::grade::sanitized()) return {};
+  const int blocks = kl::sm_count(), rounds = 1 << 14;
+  kl::DeviceBuffer<unsigned> counts(static_cast<std::size_t>(blocks) * 384);
+  const auto mine = [&](cudaStream_t s) {
+    group_votes<Mine><<<blocks, kVoteThreads, 0, s>>>(rounds, nullptr, counts.data());
+  };
+  const auto solution = [&](cudaStream_t s) {
+    group_votes<Group<struct solution_tag>><<<blocks, kVoteThreads, 0, s>>>(rounds, nullptr, counts.data());
+  };
+  return kl::grade::race(mine, solution, [&] {
+    const kl::grade::Failure f = kl::grade::same_as_solution(mine, solution, counts, 0, 0);
+    return f.empty() ? f : "2^14 rounds: the count of " + f;
+  });
+}
+
 }  // namespace
 
 TEST_CASE("exercise 09.1 [cpu]: ring_slot gives the slot and the parities of every tile") {
@@ -531,6 +642,17 @@ TEST_SUITE("gpu") {
     if (!lesson09::hopper_available()) return kl::grade::not_graded("09.2", lesson09::hopper_missing());
     kl::grade::verdict("09.2", check_softmax<Softmax<struct graded_tag>>(),
                        race_softmax<Softmax<struct graded_tag>>());
+  }
+
+  TEST_CASE("exercise 09.4: step 8's decision, one answer for the group's 128 threads") {
+    if (!lesson09::hopper_available()) return kl::grade::not_graded("09.4", lesson09::hopper_missing());
+    kl::grade::verdict("09.4", check_group_gpu<Group<struct graded_tag>>(), race_group<Group<struct graded_tag>>());
+  }
+
+  TEST_CASE("wrong 09.4: a warp's vote splits the group") {
+    if (!lesson09::hopper_available()) return kl::grade::not_graded("09.4", lesson09::hopper_missing());
+    kl::grade::wrong_variant("09.4", "warp_vote", kl::grade::Fails::check, check_group_gpu<Group<struct warp_vote_tag>>(),
+                             {});
   }
 
   TEST_CASE("wrong 09.1: the producer waiting on the consumers' parity stalls the pipeline") {
