@@ -267,10 +267,10 @@ def pipelines(path):
     rows.append(("TMA ring: consumer warpgroups", [(1.5 + i * 1.5, 1.4, f"tile {i}, then empty[{i % 3}]", comp)
                                                   for i in range(6)]))
     # 5. the softmax of tile j under the P·V GEMM of tile j - 1
-    rows.append(("softmax under P·V (09 step 5): tensor cores",
+    rows.append(("softmax under P·V, as step 5's source asks: tensor cores",
                  [(i * 2.4, 1.0, f"S{i}", gemm) for i in range(5)] + [(i * 2.4 + 1.0, 1.2, f"P{i - 1}·V", gemm)
                                                                     for i in range(1, 4)]))
-    rows.append(("softmax under P·V: CUDA cores", [(i * 2.4 + 1.05, 1.1, f"softmax S{i}", soft) for i in range(4)]))
+    rows.append(("(ptxas waits for P·V first: 09 NOTES.md): CUDA cores", [(i * 2.4 + 1.05, 1.1, f"softmax S{i}", soft) for i in range(4)]))
     return timeline(path, rows, 11, "time (schematic, not to scale: the lessons' tables give the measured times)",
                     "Pipelining: what overlaps what")
 
@@ -279,7 +279,8 @@ def wide_tiles_timeline(path, tiles=6, stages=3):
     """Step 6 of lesson 09 (steps/06_wide_tiles.cuh): who works on which 128-key tile when. The producer
     thread waits for empty[s], then issues tile t's K and V into stage s = t % stages (full[s] counts
     the bytes); each consumer group waits for full[s], issues S_t with P_(t-1)·V_(t-1), runs the softmax
-    of S_t under that GEMM, then rescales O and arrives on empty[s of t - 1]."""
+    of S_t under that GEMM, then rescales O and arrives on empty[s of t - 1] (the order of the source; ptxas
+    moves the wait for P·V above the softmax, lesson 09's NOTES.md)."""
     load, landing, gemm, soft, bar = "#fdae6b", "#fee6ce", "#bcbddc", "#a1d99b", "0.75"
     tile, start0 = 2.0, 1.4  # a consumer group's time per tile, and when tile 0's S starts (schematic)
     # tile t < stages goes out at once; later ones when the stage's previous tile (t - stages) was
@@ -300,7 +301,8 @@ def wide_tiles_timeline(path, tiles=6, stages=3):
     return timeline(path, rows, 12.5, "time (schematic, not to scale); tiles of 128 keys, 3 stages of K and V",
                     "Lesson 09, step 6: the producer, the consumer groups and the stage barriers",
                     note="grey: O *= α, then arrive on empty[s] of the tile P·V has read (its stage may be "
-                    "refilled).  D = 64: a third consumer group, the same as these two.")
+                    "refilled).  D = 64: a third consumer group, the same as these two.\nThe order of the source: "
+                    "in the SASS the wait for P·V comes before the softmax, which then runs after P·V (NOTES.md).")
 
 
 def persistent_timeline(path):
