@@ -87,6 +87,16 @@ and one counter quoted in prose (inline, like a value):
     <!-- counter results/h100/profile/lesson06.csv 4 smem_conflicts fmt=3sig -->16.4 M<!-- /counter -->
     <!-- counter PROFILE_CSV STEP COLUMN [kernel=K] [fmt=F] -->...generated...<!-- /counter -->
 
+and the share of the profiler's warp samples at some SASS instructions (ncu's PC sampling exported per
+instruction, the rows kept in results/<gpu>/profile/*_sass.csv), inline too:
+
+    <!-- sass results/h100/profile/lesson09_step8_d64_sass.csv MUFU -->31.9 %<!-- /sass -->
+    <!-- sass SASS_CSV WHAT [reason=R] [fmt=F] -->...generated...<!-- /sass -->
+
+WHAT an offset (0x1b40: that instruction) or an opcode (MUFU, WARPGROUP.DEPBAR: every listed instruction
+whose opcode, predicate left out, starts with it); reason=R counts only the samples of that stall reason
+(wait, mio, barrier, ...; a row lists its top three). The share is of all the kernel's samples.
+
 STEP a step label or name; COLUMN one of the profile CSV's (plots/profile_table.py lists them; a stall
 reason's share: stall1_share ...); kernel=K, the kernel's index among the step's (0 first), where the step
 launched several. Counts get an SI prefix (16.4 M), megabyte columns their unit (295 MB, 3.35 GB), shares
@@ -112,6 +122,7 @@ RANGE = re.compile(r"(<!-- range\s((?:(?!-->).)*?)\s*-->)([^<\n]*)(<!-- /range -
 LIMITS = re.compile(r"(<!-- limits (\S+) -->\n)(.*?)(<!-- /limits -->)", re.S)
 PROFILE = re.compile(r"(<!-- profile (\S+) -->\n)(.*?)(<!-- /profile -->)", re.S)
 COUNTER = re.compile(r"(<!-- counter\s((?:(?!-->).)*?)\s*-->)([^<\n]*)(<!-- /counter -->)", re.S)
+SASS = re.compile(r"(<!-- sass\s((?:(?!-->).)*?)\s*-->)([^<\n]*)(<!-- /sass -->)", re.S)
 DEFAULT_FMT = {"ms_median": "4sig", "ms_min": "4sig", "ms_max": "4sig", "gbps": "4sig", "tflops": "3sig",
                "pct_of_limit": ".0f", "max_rel_err": ".1e", "limit_ms": "3sig", "limit_gbps": "4sig",
                "limit_tflops": "3sig", "over_limit": "2sig"}
@@ -516,6 +527,43 @@ def counter(tokens):
     return profiles.human(v, " %" if column.endswith("_pct") else "", digits).removesuffix(" %")
 
 
+@functools.lru_cache(maxsize=None)
+def sass_rows(csv_path):
+    """The rows of a per-instruction sampling CSV: kernel, offset, sass, samples, share, not_issued and the
+    top three stall reasons with their samples (reason1, reason1_samples, ...)."""
+    path = os.path.join(ROOT, csv_path)
+    if not os.path.exists(path):
+        raise MarkerError(f"no {csv_path}")
+    import csv
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def sass_share(tokens):
+    """The text of one sass marker: SASS_CSV WHAT [reason=R] [fmt=F]."""
+    positional = [t for t in tokens if "=" not in t]
+    options = dict(t.split("=", 1) for t in tokens if "=" in t)
+    if len(positional) != 2 or set(options) - {"reason", "fmt"}:
+        raise MarkerError("a sass marker reads SASS_CSV WHAT [reason=R] [fmt=F]")
+    csv_path, what = positional
+    rows = sass_rows(csv_path)
+    opcode = lambda r: re.sub(r"^@!?U?P\w+\s+", "", r["sass"].strip())  # noqa: E731
+    hits = [r for r in rows if (r["offset"] == what if what.startswith("0x") else opcode(r).startswith(what))]
+    if not hits:
+        raise MarkerError(f"{csv_path} lists no instruction {what}")
+    top = max(rows, key=lambda r: int(r["samples"]))
+    total = int(top["samples"]) / float(top["share"])  # the kernel's samples (share is rounded: from the largest)
+    if "reason" in options:
+        picked = sum(int(r[f"reason{i}_samples"]) for r in hits for i in (1, 2, 3) if r[f"reason{i}"] == options["reason"])
+    else:
+        picked = sum(int(r["samples"]) for r in hits)
+    return format_value(100 * picked / total, options.get("fmt", ".0f")) + " %"
+
+
+def render_sass(match):
+    return match.group(1) + sass_share(match.group(2).split()) + match.group(4)
+
+
 def render_counter(match):
     return match.group(1) + counter(match.group(2).split()) + match.group(4)
 
@@ -528,12 +576,12 @@ def render_range(match):
     return match.group(1) + value_range(match.group(2).split()) + match.group(4)
 
 
-INLINE = {render_value: "value", render_range: "range", render_counter: "counter"}
+INLINE = {render_value: "value", render_range: "range", render_counter: "counter", render_sass: "sass"}
 USAGE = {"value": "CSV STEP SHAPE [dtype=D] [rows=first] FIELD [fmt=F]",
          "range": "CSV STEPS SHAPES [dtype=D] [rows=first|all] FIELD [fmt=F]",
-         "counter": "PROFILE_CSV STEP COLUMN [kernel=K] [fmt=F]"}
+         "counter": "PROFILE_CSV STEP COLUMN [kernel=K] [fmt=F]", "sass": "SASS_CSV WHAT [reason=R] [fmt=F]"}
 BLOCKS = ((BLOCK, render), (LADDER, render_ladder), (VALUE, render_value), (RANGE, render_range),
-          (PROFILE, render_profile), (COUNTER, render_counter), (LIMITS, render_limits))
+          (PROFILE, render_profile), (COUNTER, render_counter), (SASS, render_sass), (LIMITS, render_limits))
 
 
 def filled(path, text):
@@ -542,7 +590,7 @@ def filled(path, text):
     matches = sorted(((m, fill) for pattern, fill in BLOCKS for m in pattern.finditer(text)),
                      key=lambda mf: mf[0].start())
     inline = {m.start() for m, fill in matches if fill in INLINE}
-    for opening in re.finditer(r"<!-- (value|range|counter)\b", text):
+    for opening in re.finditer(r"<!-- (value|range|counter|sass)\b", text):
         if opening.start() not in inline:
             line, kind = text.count("\n", 0, opening.start()) + 1, opening.group(1)
             sys.exit(f"readme_tables: {path}:{line}: a {kind} marker without its number and <!-- /{kind} --> on the "

@@ -165,6 +165,24 @@ class Markers(unittest.TestCase):
         with self.assertRaisesRegex(self.rt.MarkerError, "no profiled kernel of step 99"):
             c("99", "registers")
 
+    def test_sass_share(self):
+        import csv
+
+        path = "results/h100/profile/lesson09_step8_d128_sass.csv"
+        with open(os.path.join(self.rt.ROOT, path), newline="") as f:
+            rows = list(csv.DictReader(f))
+        top = max(rows, key=lambda r: int(r["samples"]))
+        share = lambda *t: float(self.rt.sass_share([path, *t]).removesuffix(" %"))  # noqa: E731
+        self.assertAlmostEqual(share(top["offset"], "fmt=.2f"), 100 * float(top["share"]), places=1)
+        self.assertGreaterEqual(share("WARPGROUP.DEPBAR", "fmt=.2f"), share(top["offset"], "fmt=.2f"))
+        mufu = sum(float(r["share"]) for r in rows if r["sass"].lstrip("@!P0123456 ").startswith("MUFU"))
+        self.assertAlmostEqual(share("MUFU", "fmt=.2f"), 100 * mufu, delta=0.1)
+        self.assertLess(share("MUFU", "reason=wait", "fmt=.2f"), share("MUFU", "fmt=.2f"))
+        with self.assertRaisesRegex(self.rt.MarkerError, "lists no instruction"):
+            share("NO_SUCH_OPCODE")
+        with self.assertRaisesRegex(self.rt.MarkerError, "a sass marker reads"):
+            self.rt.sass_share([path])
+
     def test_a_step_of_several_kernels_needs_kernel(self):
         with self.assertRaisesRegex(self.rt.MarkerError, "launched 4 kernels"):
             self.rt.counter(["results/h100/profile/lesson03.csv", "1", "duration_us"])
