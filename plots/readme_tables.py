@@ -88,7 +88,7 @@ and one counter quoted in prose (inline, like a value):
     <!-- counter PROFILE_CSV STEP COLUMN [kernel=K] [fmt=F] -->...generated...<!-- /counter -->
 
 and the share of the profiler's warp samples at some SASS instructions (ncu's PC sampling exported per
-instruction, the rows kept in results/<gpu>/profile/*_sass.csv), inline too:
+instruction by scripts/profile.sh --sass, the rows kept in results/<gpu>/profile/*_sass.csv), inline too:
 
     <!-- sass results/h100/profile/lesson09_step8_d64_sass.csv MUFU -->31.9 %<!-- /sass -->
     <!-- sass SASS_CSV WHAT [reason=R] [fmt=F] -->...generated...<!-- /sass -->
@@ -529,8 +529,7 @@ def counter(tokens):
 
 @functools.lru_cache(maxsize=None)
 def sass_rows(csv_path):
-    """The rows of a per-instruction sampling CSV: kernel, offset, sass, samples, share, not_issued and the
-    top three stall reasons with their samples (reason1, reason1_samples, ...)."""
+    """The rows of a per-instruction sampling CSV (plots/sass_samples.py writes them)."""
     path = os.path.join(ROOT, csv_path)
     if not os.path.exists(path):
         raise MarkerError(f"no {csv_path}")
@@ -547,6 +546,8 @@ def sass_share(tokens):
         raise MarkerError("a sass marker reads SASS_CSV WHAT [reason=R] [fmt=F]")
     csv_path, what = positional
     rows = sass_rows(csv_path)
+    if len({r["kernel"] for r in rows}) > 1:
+        raise MarkerError(f"{csv_path} samples several kernels: a sass marker reads a file of one")
     opcode = lambda r: re.sub(r"^@!?U?P\w+\s+", "", r["sass"].strip())  # noqa: E731
     hits = [r for r in rows if (r["offset"] == what if what.startswith("0x") else opcode(r).startswith(what))]
     if not hits:

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# profile.sh NN [--step NAME] [--shape "ARGS"] [--out FILE] [--build DIR]: Nsight Compute's counters for every step
-# of lesson NN (or one), one row per kernel a step launches, in results/<gpu>/profile/lessonNN.csv.
+# profile.sh NN [--step NAME] [--shape "ARGS"] [--out FILE] [--build DIR] [--sass]: Nsight Compute's counters for
+# every step of lesson NN (or one), one row per kernel a step launches, in results/<gpu>/profile/lessonNN.csv.
+# --sass (with --step): instead, where the step's warps were when sampled, per SASS instruction (ncu's PC
+# sampling: --section SourceCounters --section WarpStateStats, then its source page; plots/sass_samples.py
+# keeps the instructions with at least 0.1 % of the samples) in results/<gpu>/profile/lessonNN_NAME_sass.csv.
 #
 #   scripts/profile.sh 06                         # every step at the lesson's default shape
 #   scripts/profile.sh 04 --step online --shape "--rows 4096 --cols 32768"
@@ -22,14 +25,14 @@ cd "$root"
 source scripts/lib.sh
 
 usage() {
-  echo "profile.sh: $1 (usage: scripts/profile.sh NN [--step NAME] [--shape \"ARGS\"] [--out FILE] [--build DIR])" >&2
+  echo "profile.sh: $1 (usage: scripts/profile.sh NN [--step NAME] [--shape \"ARGS\"] [--out FILE] [--build DIR] [--sass])" >&2
   exit 2
 }
 [ $# -ge 1 ] || usage "no lesson"
 nn=$1
 shift
 [[ $nn =~ ^[0-9][0-9]$ ]] || usage "the lesson is two digits (01, 06, ...), not '$nn'"
-step="" shape="" out="" build=$(release_dir)
+step="" shape="" out="" build=$(release_dir) sass=0
 while [ $# -gt 0 ]; do
   case $1 in
     --step | --shape | --out | --build) [ $# -ge 2 ] || usage "$1 needs a value" ;;&
@@ -37,9 +40,11 @@ while [ $# -gt 0 ]; do
     --shape) shape=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
+    --sass) sass=1; shift ;;
     *) usage "unknown argument '$1'" ;;
   esac
 done
+[ $sass -eq 0 ] || [ -n "$step" ] || usage "--sass samples one step: name it with --step NAME"
 exe=$(ls "$build"/lessons/${nn}_*/lesson$nn 2>/dev/null | head -n 1)
 [ -n "$exe" ] && [ -x "$exe" ] || usage "no $build/lessons/${nn}_*/lesson$nn: build it first (scripts/tour.sh builds every lesson)"
 read -r -a shape_args <<< "$shape"
@@ -53,6 +58,24 @@ command -v ncu >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
 command -v ncu >/dev/null || { echo "profile.sh: no ncu (Nsight Compute, in the CUDA Toolkit's bin/): nothing profiled" >&2; exit 77; }
 slug=$(gpu_slug)
 [ -n "$slug" ] || { echo "profile.sh: no NVIDIA GPU here: nothing profiled" >&2; exit 77; }
+if [ $sass -eq 1 ]; then
+  read -r _ name _ <<< "$steps"
+  [ -n "$out" ] || out="results/$slug/profile/lesson${nn}_${name}_sass.csv"
+  mkdir -p "$(dirname "$out")"
+  raw=$(mktemp -d)
+  trap 'rm -rf "$raw"' EXIT
+  ncu --profile-from-start off --clock-control none --section SourceCounters --section WarpStateStats \
+    --import-source no -o "$raw/report" "$exe" "${shape_args[@]}" --step "$name" --reps 1 --no-check --profile \
+    > "$raw/ncu.txt" 2>&1
+  if grep -q "ERR_NVGPUCTRPERM" "$raw/ncu.txt"; then
+    echo "profile.sh: ncu may not read the GPU's counters here (ERR_NVGPUCTRPERM): run as root, or load the driver with NVreg_RestrictProfilingToAdminUsers=0 (https://developer.nvidia.com/ERR_NVGPUCTRPERM)" >&2
+    exit 77
+  fi
+  ncu --import "$raw/report.ncu-rep" --page source --csv --print-source sass > "$raw/source.csv" 2>> "$raw/ncu.txt" &&
+    python3 plots/sass_samples.py "$raw/source.csv" "$out" || { tail -n 5 "$raw/ncu.txt" >&2; exit 1; }
+  echo "wrote $out" >&2
+  exit 0
+fi
 [ -n "$out" ] || out="results/$slug/profile/lesson$nn.csv"
 mkdir -p "$(dirname "$out")"
 

@@ -183,6 +183,24 @@ class Markers(unittest.TestCase):
         with self.assertRaisesRegex(self.rt.MarkerError, "a sass marker reads"):
             self.rt.sass_share([path])
 
+    def test_sass_samples_of_ncu_source_page(self):
+        import sass_samples
+
+        sample = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sample", "ncu_source_sass.csv")
+        with open(sample, newline="") as f:
+            rows = sass_samples.compact(f, min_share=0.0)
+        with open(sample, newline="") as f:
+            kept = sass_samples.compact(f, min_share=0.05)
+        self.assertEqual(len(rows), 15)  # every instruction of the sample
+        self.assertEqual(rows[0][1], "0x0")  # offsets from the first
+        self.assertAlmostEqual(sum(float(r[4]) for r in rows), 1.0, delta=0.001)  # shares of the sample's own total
+        self.assertTrue(all(float(r[4]) >= 0.05 for r in kept) and 0 < len(kept) < len(rows))
+        depbar = next(r for r in rows if r[2] == "WARPGROUP.DEPBAR.LE gsb0, 0x0")
+        self.assertEqual(depbar[6], "barrier")  # its top stall reason, "stall_" left out
+        self.assertGreaterEqual(depbar[7], depbar[9])  # reasons largest first
+        with self.assertRaisesRegex(ValueError, "not ncu's source page"):
+            sass_samples.compact(["a,b\n", "1,2\n"])
+
     def test_a_step_of_several_kernels_needs_kernel(self):
         with self.assertRaisesRegex(self.rt.MarkerError, "launched 4 kernels"):
             self.rt.counter(["results/h100/profile/lesson03.csv", "1", "duration_us"])
