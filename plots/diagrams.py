@@ -270,7 +270,7 @@ def pipelines(path):
     rows.append(("softmax under P·V, as step 5's source asks: tensor cores",
                  [(i * 2.4, 1.0, f"S{i}", gemm) for i in range(5)] + [(i * 2.4 + 1.0, 1.2, f"P{i - 1}·V", gemm)
                                                                     for i in range(1, 4)]))
-    rows.append(("(ptxas waits for P·V first: 09 NOTES.md): CUDA cores", [(i * 2.4 + 1.05, 1.1, f"softmax S{i}", soft) for i in range(4)]))
+    rows.append(("CUDA cores (source order; ptxas waits for P·V first)", [(i * 2.4 + 1.05, 1.1, f"softmax S{i}", soft) for i in range(4)]))
     return timeline(path, rows, 11, "time (schematic, not to scale: the lessons' tables give the measured times)",
                     "Pipelining: what overlaps what")
 

@@ -1,8 +1,8 @@
 // Lesson 09, step 5: the softmax under the tensor cores. In step 4 a consumer group waits for each
 // GEMM before its softmax and for the softmax before the next GEMM. Here it issues S = Q·Kᵀ of tile
-// j and O += P·V of tile j-1 together and waits only for the first, so tile j's softmax may run while P·V
-// does (ptxas waits for P·V first: NOTES.md); O is rescaled after that GEMM (softmax_deferred, rescale_o: parts.cuh,
-// since step 6 keeps them). Needs sm_90a.
+// j and O += P·V of tile j-1 together and waits only for the first, so tile j's softmax could run while P·V does
+// (in the SASS it does not: ptxas waits for P·V first, NOTES.md); O is rescaled after that GEMM
+// (softmax_deferred and rescale_o are in parts.cuh, since step 6 keeps them). Needs sm_90a.
 #pragma once
 #include <cstdint>
 
