@@ -101,6 +101,7 @@ STEP a step label or name; COLUMN one of the profile CSV's (plots/profile_table.
 reason's share: stall1_share ...); kernel=K, the kernel's index among the step's (0 first), where the step
 launched several. Counts get an SI prefix (16.4 M), megabyte columns their unit (295 MB, 3.35 GB), shares
 are shown in %, fmt as for a value (default 3sig)."""
+import csv
 import difflib
 import functools
 import math
@@ -533,7 +534,6 @@ def sass_rows(csv_path):
     path = os.path.join(ROOT, csv_path)
     if not os.path.exists(path):
         raise MarkerError(f"no {csv_path}")
-    import csv
     with open(path, newline="") as f:
         return list(csv.DictReader(f))
 

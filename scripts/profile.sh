@@ -58,19 +58,22 @@ command -v ncu >/dev/null || export PATH="/usr/local/cuda/bin:$PATH"
 command -v ncu >/dev/null || { echo "profile.sh: no ncu (Nsight Compute, in the CUDA Toolkit's bin/): nothing profiled" >&2; exit 77; }
 slug=$(gpu_slug)
 [ -n "$slug" ] || { echo "profile.sh: no NVIDIA GPU here: nothing profiled" >&2; exit 77; }
+# Exits 77, saying how to enable them, when ncu's output in $1 says it may not read the counters.
+exit_if_no_counters() {
+  grep -q "ERR_NVGPUCTRPERM" "$1" || return 0
+  echo "profile.sh: ncu may not read the GPU's counters here (ERR_NVGPUCTRPERM): run as root, or load the driver with NVreg_RestrictProfilingToAdminUsers=0 (https://developer.nvidia.com/ERR_NVGPUCTRPERM)" >&2
+  exit 77
+}
+raw=$(mktemp -d)
+trap 'rm -rf "$raw"' EXIT
 if [ $sass -eq 1 ]; then
   read -r _ name _ <<< "$steps"
   [ -n "$out" ] || out="results/$slug/profile/lesson${nn}_${name}_sass.csv"
   mkdir -p "$(dirname "$out")"
-  raw=$(mktemp -d)
-  trap 'rm -rf "$raw"' EXIT
   ncu --profile-from-start off --clock-control none --section SourceCounters --section WarpStateStats \
     --import-source no -o "$raw/report" "$exe" "${shape_args[@]}" --step "$name" --reps 1 --no-check --profile \
     > "$raw/ncu.txt" 2>&1
-  if grep -q "ERR_NVGPUCTRPERM" "$raw/ncu.txt"; then
-    echo "profile.sh: ncu may not read the GPU's counters here (ERR_NVGPUCTRPERM): run as root, or load the driver with NVreg_RestrictProfilingToAdminUsers=0 (https://developer.nvidia.com/ERR_NVGPUCTRPERM)" >&2
-    exit 77
-  fi
+  exit_if_no_counters "$raw/ncu.txt"
   ncu --import "$raw/report.ncu-rep" --page source --csv --print-source sass > "$raw/source.csv" 2>> "$raw/ncu.txt" &&
     python3 plots/sass_samples.py "$raw/source.csv" "$out" || { tail -n 5 "$raw/ncu.txt" >&2; exit 1; }
   echo "wrote $out" >&2
@@ -84,8 +87,6 @@ list=$(python3 plots/profile_table.py --metrics) || {
   exit 77
 }
 
-raw=$(mktemp -d)
-trap 'rm -rf "$raw"' EXIT
 while read -r label name _; do
   [ -n "$label" ] || continue
   f="$raw/$(printf '%03d' "$(ls "$raw" | wc -l)")_${label}_${name//[^A-Za-z0-9_+.-]/_}.txt"
@@ -93,10 +94,7 @@ while read -r label name _; do
   ncu --profile-from-start off --clock-control none --csv --page raw --print-units base --metrics "$list" \
     "$exe" "${shape_args[@]}" --step "$name" --reps 1 --no-check --profile >> "$f" 2>&1
   rc=$?
-  if grep -q "ERR_NVGPUCTRPERM" "$f"; then
-    echo "profile.sh: ncu may not read the GPU's counters here (ERR_NVGPUCTRPERM): run as root, or load the driver with NVreg_RestrictProfilingToAdminUsers=0 (https://developer.nvidia.com/ERR_NVGPUCTRPERM)" >&2
-    exit 77
-  fi
+  exit_if_no_counters "$f"
   [ $rc -eq 0 ] || echo "profile.sh: step $label $name: ncu exit $rc (its lines: grep ERROR $f)" >&2
   echo "profiled $label $name" >&2
 done <<< "$steps"
