@@ -45,10 +45,10 @@ using lesson07::launch_library;
 // ---- the dispatcher ---------------------------------------------------------------------------------------
 
 // The step attention() runs (a number of the table below), from the H100 sweep (results/h100/lesson09.csv):
-// step 8 at D = 128 from S = 512, causal from S = 4096 (step 7 below: there step 8's early S lost, and on the
-// H200 also at S = 128 not causal), at D = 64 from S = 2048, causal from S = 4096; step 3 below at D = 64 (rows
-// of few key tiles: step 3's two blocks of 256 threads per SM keep more warps computing). Step 1 where this
-// process has no sm_90a code for the GPU.
+// step 8 at D = 128 from S = 512, causal from S = 4096, step 7 below (there step 8's early S lost: on causal
+// rows, and on the short rows, most on the H200), at D = 64 from S = 2048, causal from S = 4096; step 3 below at
+// D = 64 (rows of few key tiles: step 3's two blocks of 256 threads per SM keep more warps computing). Step 1
+// where this process has no sm_90a code for the GPU.
 inline int choose_step(int dim, bool causal, int seq, bool hopper) {
   if (!hopper) return 1;
   if (dim == 128) return seq < (causal ? 4096 : 512) ? 7 : 8;
