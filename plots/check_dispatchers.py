@@ -26,10 +26,7 @@ FLOOR_MS = 0.0005  # and 0.5 us: the resolution cudaEventElapsedTime documents, 
 
 
 # (CSV relative to the repository, dtype, shape): where the cell is measured and why its rule stays
-KNOWN = {
-    ("results/h200/lesson09.csv", "f16", "BxHxSxD=512x16x128x128"):
-        "lesson 09 NOTES, step 8: the rule now takes step 7 here; the H200's run is from before that rule",
-}
+KNOWN = {}
 
 
 def slow_cells(rows, tolerance=TOLERANCE):
