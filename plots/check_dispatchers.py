@@ -12,7 +12,8 @@ re-measures the dispatcher. A KNOWN cell that is no longer slow counts as an err
 Rows are compared by their fastest repetition (ms_min), not their median: the dispatch row runs the
 kernel of one of the steps, and the question is whether it picked the fastest. A GPU at its power
 limit lowers its clock (lesson 08's NOTES), which can move the median of the same kernel between two
-rows of one run while their fastest repetitions agree (lesson 09's NOTES show such a cell).
+rows of one run while their fastest repetitions agree (lesson 09's NOTES show such a cell; they also show a run where
+a whole row ran at the lower clock, fastest repetitions too).
 
 usage: python3 plots/check_dispatchers.py [CSV ...]
 """
