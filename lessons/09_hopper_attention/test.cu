@@ -134,9 +134,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "the dispatcher: step 8 at D = 128 from S = 512 (causal: from S = 4096), step 7 below; at D = 64 step 8 from S = "
-    "2048 "
-    "(causal 4096), step 3 below; step 1 without sm_90a") {
+    "the dispatcher: step 8 at D = 128 from S = 512 (causal: from S = 4096), step 7 below; "
+    "at D = 64 step 8 from S = 2048 (causal 4096), step 3 below; step 1 without sm_90a") {
   using lesson09::choose_step;
   for (int s : {512, 4096, 16384}) CHECK(choose_step(128, false, s, true) == 8);
   for (int s : {1, 128, 511}) CHECK(choose_step(128, false, s, true) == 7);
