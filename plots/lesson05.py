@@ -1,7 +1,7 @@
 """Lesson 05 figures: milliseconds per step and PyTorch's two rows against the read-once floor at the
 default shape (one panel per dtype), the fused dispatcher's speed-up over step 1 and over PyTorch as K
-grows, and the dispatcher against PyTorch where top-K runs in practice: decode rows (V = 128256,
-K = 50, R = 1 ...) and MoE routing (V <= 256). Shapes are written "RxVxK=4096x50257x10"."""
+grows, and the dispatcher against PyTorch where top-K runs in practice: the rows sweep (V = 128256,
+K = 50, R = 1 ... 4096, decode up to 256) and MoE routing (V <= 256), with the goals of those cells. Shapes are written "RxVxK=4096x50257x10"."""
 import math
 import os
 
@@ -99,28 +99,38 @@ def speedup_figure(rows, path):
     return klplot.save(fig, path)
 
 
-DECODE = (128256, 50)  # V and K of the decode rows of the sweep
+DECODE = (128256, 50)  # V and K of the rows sweep (R = 1 ... 4096; R <= DECODE_ROWS is decode)
+DECODE_ROWS = 256
 MOE_VOCAB = 256  # rows this short are MoE routing
+GOAL_US = 6.0  # the goal of a decode or MoE cell: at most max(GOAL_US, GOAL_COPIES x its copy time)
+GOAL_COPIES = 2.0
+DECODE_GOALS_US = {1: 10.0, 8: 15.0}  # and at these rows of the decode shape, at most this
+
+
+def goal_us(shape, dtype, copy):
+    """A decode or MoE cell's goal in µs: max(6 µs, 2 x the time its bytes take at the copy bandwidth)."""
+    return max(GOAL_US, GOAL_COPIES * floor_ms(shape, dtype, copy) * 1e3)
 
 
 def small_cells(rows):
-    """{(dtype, shape): {"dispatch": us, "pytorch": us}} at the decode shapes (V, K = DECODE, R < 4096) and
-    the MoE shapes (V <= MOE_VOCAB), FAILED rows left out."""
+    """{(dtype, shape): {"dispatch": us, "pytorch": us}} at the rows sweep's shapes (V, K = DECODE) and the
+    MoE shapes (V <= MOE_VOCAB), FAILED rows left out."""
     cells = {}
     for r in klplot.latest(rows):
         if r["step"] == "copy" or klplot.failed(r) or not (r["name"] == FUSED or r["step"] == "pytorch"):
             continue
         rr, v, k = dims(r["shape"])
-        if ((v, k) == DECODE and rr < 4096) or v <= MOE_VOCAB:
+        if (v, k) == DECODE or v <= MOE_VOCAB:
             key = FUSED if r["name"] == FUSED else "pytorch"
             cells.setdefault((r["dtype"], r["shape"]), {})[key] = r["ms_median"] * 1e3
     return cells
 
 
 def small_figure(rows, path):
-    """Where top-K runs: µs of the dispatcher and of torch.topk(softmax) against R at the decode shapes
-    (left), and at the MoE routing shapes (right), f32 and f16."""
+    """Where top-K runs: µs of the dispatcher and of torch.topk(softmax) against R at V, K = DECODE (left),
+    and at the MoE routing shapes (right), f32 and f16, with each cell's goal where the copy was measured."""
     cells = small_cells(rows)
+    copy = klplot.copy_gbps(rows)
     decode = sorted((s for s in cells if dims(s[1])[1:] == DECODE), key=lambda s: dims(s[1])[0])
     moe = sorted({s[1] for s in cells if dims(s[1])[1] <= MOE_VOCAB}, key=lambda s: (dims(s)[1], dims(s)[2], dims(s)[0]))
     if not decode and not moe:
@@ -131,11 +141,18 @@ def small_figure(rows, path):
             pts = [(dims(s)[0], cells[(d, s)][who]) for d, s in decode if d == dtype and who in cells[(d, s)]]
             if pts:
                 left.plot(*zip(*pts), style, marker="o", markersize=3, label=f"{dtype} {'dispatch' if who == FUSED else 'torch.topk(softmax)'}")
+        goals = [(dims(s)[0], goal_us(s, d, copy)) for d, s in decode if d == dtype and dims(s)[0] <= DECODE_ROWS]
+        if goals and not math.isnan(copy):
+            left.plot(*zip(*goals), "--", color="black", alpha=0.5 if dtype == "f32" else 0.25, linewidth=1,
+                      label=f"{dtype} goal: max({GOAL_US:g} µs, {GOAL_COPIES:g} x copy)")
+    if decode:
+        left.plot(list(DECODE_GOALS_US), list(DECODE_GOALS_US.values()), "x", color="black", markersize=8,
+                  label="goals at 1 and 8 rows")
     left.set_xscale("log", base=2)
     left.set_yscale("log")
     left.set_xlabel("R (rows)")
     left.set_ylabel("µs (median)")
-    left.set_title(f"decode: V = {DECODE[0]}, K = {DECODE[1]}")
+    left.set_title(f"rows sweep: V = {DECODE[0]}, K = {DECODE[1]} (decode: R <= {DECODE_ROWS})")
     if left.lines:
         left.legend(fontsize=7)
     width = 0.2
@@ -144,10 +161,14 @@ def small_figure(rows, path):
         if xs:
             right.bar(*zip(*xs), width, label=f"{dtype} {'dispatch' if who == FUSED else 'torch.topk(softmax)'}",
                       color=("tab:blue" if who == FUSED else "tab:gray"), alpha=1.0 if dtype == "f32" else 0.55)
+        if who == FUSED and xs and not math.isnan(copy):
+            goals = [(i + (j - 1.5) * width, goal_us(s, dtype, copy)) for i, s in enumerate(moe) if who in cells.get((dtype, s), {})]
+            right.plot(*zip(*goals), "_", color="black", markersize=12, markeredgewidth=2,
+                       label="each cell's goal" if j == 0 else None)
     right.set_xticks(range(len(moe)), ["x".join(map(str, dims(s))) for s in moe], rotation=30, ha="right", fontsize=8)
     right.set_yscale("log")
     right.set_ylabel("µs (median)")
-    right.set_title("MoE routing: R x V (experts) x K")
+    right.set_title(f"MoE routing: R x V (experts) x K; goal max({GOAL_US:g} µs, {GOAL_COPIES:g} x copy)")
     if moe:
         right.legend(fontsize=7)
     fig.suptitle(f"Lesson 05 where top-K runs, {rows[0]['gpu']}")

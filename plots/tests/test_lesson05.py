@@ -60,11 +60,19 @@ class Lesson05Figures(unittest.TestCase):
                 row("9", "dispatch", "f32", "RxVxK=4096x128256x50", 0.7)]
         cells = lesson05.small_cells(rows)
         self.assertEqual(cells[("f32", "RxVxK=8x128256x50")], {"dispatch": 20.0, "pytorch": 100.0})
-        self.assertNotIn(("f32", "RxVxK=4096x128256x50"), cells)  # the full batch is not decode
+        self.assertEqual(cells[("f32", "RxVxK=4096x128256x50")], {"dispatch": 700.0})  # the rows sweep's last
         self.assertEqual(cells[("f32", "RxVxK=65536x8x2")], {"dispatch": 6.0})
         path = lesson05.small_figure(rows, os.path.join(self.dir, "small.png"))
         self.assertGreater(os.path.getsize(path), 10000)
-        self.assertIsNone(lesson05.small_figure(rows[-1:], os.path.join(self.dir, "none.png")))
+        with_copy = rows + [{"lesson": "05", "step": "copy", "name": "copy", "dtype": "u8", "shape": "bytes=1",
+                             "ms_median": 1.0, "gbps": 2000.0, "gpu": "GPU X"}]
+        self.assertGreater(os.path.getsize(lesson05.small_figure(with_copy, os.path.join(self.dir, "goals.png"))), 10000)
+        # the goal: 6 µs, or twice the copy time where that is longer (8 x 128256 floats at 2000 GB/s: 2.05 µs)
+        self.assertEqual(lesson05.goal_us("RxVxK=8x128256x50", "f32", 2000.0), 6.0)
+        self.assertAlmostEqual(lesson05.goal_us("RxVxK=256x128256x50", "f32", 2000.0),
+                               2 * (256 * 128256 * 4 + 256 * 50 * 8) / 2000e9 * 1e6)
+        self.assertIsNone(lesson05.small_figure([row("9", "dispatch", "f32", lesson05.DEFAULT_SHAPE, 0.3)],
+                                                os.path.join(self.dir, "none.png")))  # neither rows sweep nor MoE
 
     def test_summary_line(self):
         line = summary.summarize("lesson05", self.rows, lesson05.DEFAULT_SHAPE)
