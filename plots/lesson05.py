@@ -1,7 +1,8 @@
 """Lesson 05 figures: milliseconds per step and PyTorch's two rows against the read-once floor at the
 default shape (one panel per dtype), the fused dispatcher's speed-up over step 1 and over PyTorch as K
 grows, and the dispatcher against PyTorch where top-K runs in practice: the rows sweep (V = 128256,
-K = 50, R = 1 ... 4096, decode up to 256) and MoE routing (V <= 256), with the goals of those cells. Shapes are written "RxVxK=4096x50257x10"."""
+K = 50, R = 1 ... 4096, decode up to 256) and MoE routing (V <= 256), with the goals of those cells.
+Shapes are written "RxVxK=4096x50257x10"."""
 import math
 import os
 
@@ -157,14 +158,14 @@ def small_figure(rows, path):
         left.legend(fontsize=7)
     width = 0.2
     for j, (dtype, who) in enumerate((d, w) for d in ("f32", "f16") for w in (FUSED, "pytorch")):
-        xs = [(i + (j - 1.5) * width, cells[(dtype, s)][who]) for i, s in enumerate(moe) if who in cells.get((dtype, s), {})]
-        if xs:
-            right.bar(*zip(*xs), width, label=f"{dtype} {'dispatch' if who == FUSED else 'torch.topk(softmax)'}",
+        at = [(i + (j - 1.5) * width, s) for i, s in enumerate(moe) if who in cells.get((dtype, s), {})]  # bar x, shape
+        if at:
+            right.bar([x for x, _ in at], [cells[(dtype, s)][who] for _, s in at], width,
+                      label=f"{dtype} {'dispatch' if who == FUSED else 'torch.topk(softmax)'}",
                       color=("tab:blue" if who == FUSED else "tab:gray"), alpha=1.0 if dtype == "f32" else 0.55)
-        if who == FUSED and xs and not math.isnan(copy):
-            goals = [(i + (j - 1.5) * width, goal_us(s, dtype, copy)) for i, s in enumerate(moe) if who in cells.get((dtype, s), {})]
-            right.plot(*zip(*goals), "_", color="black", markersize=12, markeredgewidth=2,
-                       label="each cell's goal" if j == 0 else None)
+        if who == FUSED and at and not math.isnan(copy):
+            right.plot([x for x, _ in at], [goal_us(s, dtype, copy) for _, s in at], "_", color="black", markersize=12,
+                       markeredgewidth=2, label="each cell's goal" if j == 0 else None)
     right.set_xticks(range(len(moe)), ["x".join(map(str, dims(s))) for s in moe], rotation=30, ha="right", fontsize=8)
     right.set_yscale("log")
     right.set_ylabel("µs (median)")

@@ -68,7 +68,7 @@ cmake --build build/ab/base -j "$jobs" --target lesson$nn >build/ab/base.log 2>&
 cmake --build build/ab/new -j "$jobs" --target lesson$nn >build/ab/new.log 2>&1 ||
   { echo "ab.sh: the working tree's lesson$nn did not build (build/ab/new.log)" >&2; exit 1; }
 wait $! || { echo "ab.sh: $base's lesson$nn did not build (build/ab/base.log)" >&2; exit 1; }
-exe_base=$(ls build/ab/base/lessons/${nn}_*/lesson$nn) exe_new=$(ls build/ab/new/lessons/${nn}_*/lesson$nn)
+exe_base=$(lesson_exe build/ab/base "$nn") exe_new=$(lesson_exe build/ab/new "$nn")
 
 for cell in "${cells[@]}"; do
   read -r -a args <<< "$cell"

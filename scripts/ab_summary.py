@@ -4,33 +4,32 @@
     scripts/ab_summary.py BASE.csv NEW.csv
     scripts/ab_summary.py --self-test
 
-BASE.csv and NEW.csv hold every round's rows (the lessons' CSV schema). Rows are matched on (step, name,
-dtype, shape), the copy rows left out; a row's time in a build is the mean of its medians over the rounds.
+BASE.csv and NEW.csv hold every round's rows (the lessons' CSV schema). Rows are matched on (lesson, step,
+name, dtype, shape) as scripts/csv_compare.py matches them, the copy rows left out; a row's time in a build is the mean of its medians over the rounds.
 Each line: dtype, shape, step and name, the base and new means (ms), the rounds' medians, and base / new
 (above 1: the new build is faster). A row FAILED in any round (no median) shows FAILED. Exit 0; 2 on bad
 usage or a file that cannot be read.
 """
 import csv
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import csv_compare  # noqa: E402
 
 
 def medians(path):
-    """(step, name, dtype, shape) -> the medians (ms) of its rows in file order, None where it FAILED."""
-    out = {}
+    """(lesson, step, name, dtype, shape) -> the medians (ms) of its rows in file order, None where it
+    FAILED (csv_compare's matching, PyTorch's rows kept)."""
     with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            if r["step"] == "copy":
-                continue
-            ms = r["ms_median"]
-            out.setdefault((r["step"], r["name"], r["dtype"], r["shape"]), []).append(float(ms) if ms else None)
-    return out
+        return csv_compare.index(csv.DictReader(f), skip=("copy",))
 
 
 def lines(base, new):
     """The summary lines of two medians() results, in the base file's order, then rows only one build has."""
     keys = list(base) + [k for k in new if k not in base]
     for key in keys:
-        step, name, dtype, shape = key
+        _, step, name, dtype, shape = key
         head = f"{dtype:5} {shape:24} {step:>4} {name:24}"
         b, n = base.get(key), new.get(key)
         if b is None or n is None:
@@ -45,7 +44,6 @@ def lines(base, new):
 
 
 def self_test():
-    import os
     import tempfile
 
     header = "lesson,step,name,dtype,shape,ms_median,ms_min,ms_max,gbps,tflops,pct_of_limit,max_rel_err,gpu\n"

@@ -21,6 +21,9 @@ build_release() {
 # The lesson executables, in ladder order.
 lesson_binaries() { ls "$(release_dir)"/lessons/*/lesson[0-9][0-9] 2>/dev/null | sort; }
 
+# Lesson NN's executable in the build folder BUILD (empty if it is not built).
+lesson_exe() { ls "$1"/lessons/"$2"_*/lesson"$2" 2>/dev/null | head -n 1; }
+
 # A GPU's name on stdin -> its folder under results/, the words that tell GPUs apart joined by "_":
 # "NVIDIA H100 80GB HBM3" and "NVIDIA H100 SXM5 80GB" -> h100 (the SXM board, results/h100), "NVIDIA
 # H100 PCIe" -> h100_pcie, "NVIDIA H100 NVL" -> h100_nvl, "NVIDIA RTX 6000 Ada Generation" ->

@@ -45,7 +45,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ $sass -eq 0 ] || [ -n "$step" ] || usage "--sass samples one step: name it with --step NAME"
-exe=$(ls "$build"/lessons/${nn}_*/lesson$nn 2>/dev/null | head -n 1)
+exe=$(lesson_exe "$build" "$nn")
 [ -n "$exe" ] && [ -x "$exe" ] || usage "no $build/lessons/${nn}_*/lesson$nn: build it first (scripts/tour.sh builds every lesson)"
 read -r -a shape_args <<< "$shape"
 steps=$("$exe" "${shape_args[@]}" --list 2>&1) || usage "lesson$nn refuses --shape \"$shape\": $(tail -n 1 <<< "$steps")"
