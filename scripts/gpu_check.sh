@@ -75,6 +75,8 @@ run_lessons() {
     "$exe" --sweep --csv "$dir/$name.csv" || rc=1
     # Lessons with several dtypes sweep the half-precision one too.
     if "$exe" --help | grep -q -- '--dtype f32|f16'; then "$exe" --sweep --dtype f16 --csv "$dir/$name.csv" || rc=1; fi
+    # Lesson 05's goals name bf16 too.
+    if [ "$n" = 05 ]; then "$exe" --sweep --dtype bf16 --csv "$dir/$name.csv" || rc=1; fi
     echo "== $name: default and sweep in $((SECONDS - t0)) s" | tee -a "$logs/lesson_times.txt" >&2
   done
   return $rc

@@ -1,7 +1,8 @@
 """PyTorch's rows for lesson 05 (softmax + top-K of logits [R, V]): what a PyTorch user runs,
 torch.topk(torch.softmax(x, -1), K) (step "pytorch") and torch.topk(x, K) alone (step
 "pytorch_topk", which skips the softmax and is the faster of the two), at the shapes of
-`lesson05 --sweep` in f32 and f16, appended to RESULTS_DIR/lesson05.csv. torch_baselines.py calls
+`lesson05 --sweep` in each dtype the lesson's rows there were run in (f32, f16, bf16), appended to
+RESULTS_DIR/lesson05.csv. torch_baselines.py calls
 topk() with its timing and CSV helpers. Bytes are the lesson's floor: R * V logits read once and
 R * K (probability, index) pairs written. Each result is checked against float64 first.
 Where RESULTS_DIR/lesson05_sample.csv exists (`lesson05 --sample ... --csv` wrote it), also the sampler's
@@ -10,6 +11,7 @@ multinomial) at the decode shapes of SAMPLE, checked to draw inside the float64 
 Where flashinfer-python is installed, FlashInfer's rows join the same CSVs, on the same logits: its
 radix top-K after its softmax (step "flashinfer") and alone (step "flashinfer_topk", unsorted), and its
 fused top-k/top-p sampler (step "flashinfer_sample"); without it one line says so and no row is written."""
+import csv
 import importlib.util
 import os
 
@@ -20,8 +22,15 @@ SWEEP = ([(4096, v, k) for v in (32000, 50257, 128256) for k in (1, 10, 50)]
          + [(r, 128256, 50) for r in (1, 8, 32, 64, 256, 1024)]
          + [(r, v, k) for r in (16384, 65536) for v, k in ((8, 1), (8, 2), (64, 6), (128, 8), (256, 8))]
          )  # lesson05's --sweep (host.cuh's sweep_shapes), which includes its default R = 4096, V = 50257, K = 10
-DTYPES = ((torch.float32, "f32", 4), (torch.float16, "f16", 2))
+DTYPES = ((torch.float32, "f32", 4), (torch.float16, "f16", 2), (torch.bfloat16, "bf16", 2))
 SAMPLE = [(r, 128256, 50, 0.8, 0.9) for r in (1, 8, 64)]  # R, V, top_k, temperature, top_p
+
+
+def _dtypes_run(path):
+    """The DTYPES the lesson's own rows in the CSV at `path` were run in (a step number, or the sampler)."""
+    with open(path, newline="") as f:
+        names = {r["dtype"] for r in csv.DictReader(f) if r["step"].isdigit() or r["step"] == "sample"}
+    return [d for d in DTYPES if d[1] in names]
 
 
 def _rel_err(got, want):
@@ -56,7 +65,7 @@ def topk(out_dir, gpu, time_ms, append, copy_gbps):
     fi = _flashinfer()
     dev = torch.device("cuda")
     rows = []
-    for dtype, name, size in DTYPES:
+    for dtype, name, size in _dtypes_run(path):
         for r, v, k in SWEEP:
             x = (torch.randn(r, v, device=dev) * 2).to(dtype)
             want_p = torch.topk(torch.softmax(x.double(), dim=-1), k, dim=-1).values
@@ -103,7 +112,7 @@ def sample(out_dir, gpu, time_ms, append, limit, fi):
         return
     dev = torch.device("cuda")
     rows = []
-    for dtype, name, size in DTYPES:
+    for dtype, name, size in _dtypes_run(path):
         for r, v, k, t, p in SAMPLE:
             x = (torch.randn(r, v, device=dev) * 2).to(dtype)
 

@@ -578,14 +578,17 @@ __device__ __forceinline__ void two_best(Key& best, Key& second, bool valid, con
 // loads all issued before any is used. The first pack or batch seeds the threshold; the scalar head (up to
 // the first 16-byte boundary) and tail come last. Every warp runs the same number of batches, so
 // that the votes and ballots always see all 32 lanes; a lane past the end offers nothing.
-// 4 packs per batch in every dtype: 64 bytes a lane, 2 KB a warp in flight. A pack's appends are a
-// short loop, so the 4 packs of 8 halves fit the instruction cache (NOTES.md: the choice for 16-bit rows).
-constexpr int kInFlight = 4;
+// 4 packs per batch: 64 bytes a lane, 2 KB a warp in flight. 16-bit rows with k > kMaximaK take 2:
+// there a pack's offer holds radix_keep, and 4 unrolled copies of it overflowed the instruction cache
+// (ncu: no_instruction the top stall); 2 run faster at most of those shapes, not all (NOTES.md).
+template <class T, bool kRadix>
+constexpr int kPacksInFlight = sizeof(T) == 2 && kRadix ? 2 : 4;
 
 template <bool kBound, bool kRadix = false, class T>
 __device__ __forceinline__ void scan_select(const T* row, int begin, int end, int t, int nt, float& m, float& s,
                                             Selection& sel, int k, int lane) {
   constexpr int P = kPack<T>;
+  constexpr int kInFlight = kPacksInFlight<T, kRadix>;
   const kl::PackSplit<P, T, int> split(row + begin, end - begin);
   const int body = begin + split.head, packs = split.packs, tail = body + packs * P;
   // A lane past the last pack: 16-bit rows load pack 0 again (cached) and drop it whole, as a byte
