@@ -1,4 +1,5 @@
-# Shared by tour.sh and gpu_check.sh (sourced, not run).
+# Shared by the scripts that build or run the lessons (tour.sh, gpu_check.sh, gpu_slug.sh, profile.sh,
+# ab.sh): sourced, not run.
 
 # The Python with matplotlib: .venv/ when bootstrap.sh had to make one, else python3.
 python3() { if [ -x .venv/bin/python3 ]; then .venv/bin/python3 "$@"; else command python3 "$@"; fi; }
@@ -15,8 +16,6 @@ build_release() {
   if [ $# -gt 0 ]; then cmake --build "$(release_dir)" -j "$(nproc)" --target "$@"
   else cmake --build "$(release_dir)" -j "$(nproc)"; fi
 }
-
-
 
 # The lesson executables, in ladder order.
 lesson_binaries() { ls "$(release_dir)"/lessons/*/lesson[0-9][0-9] 2>/dev/null | sort; }
