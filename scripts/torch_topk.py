@@ -2,8 +2,9 @@
 torch.topk(torch.softmax(x, -1), K) (step "pytorch") and torch.topk(x, K) alone (step
 "pytorch_topk", which skips the softmax and is the faster of the two), at the shapes of
 `lesson05 --sweep` in each dtype the lesson's rows there were run in (f32, f16, bf16), appended to
-RESULTS_DIR/lesson05.csv. torch_baselines.py calls topk() with its timing and CSV helpers. Bytes are the lesson's floor: R * V logits read once and
-R * K (probability, index) pairs written. Each result is checked against float64 first.
+RESULTS_DIR/lesson05.csv. torch_baselines.py calls topk() with its timing and CSV helpers. Bytes are
+the lesson's floor: R * V logits read once and R * K (probability, index) pairs written. Each result
+is checked against float64 first.
 Where RESULTS_DIR/lesson05_sample.csv exists (`lesson05 --sample ... --csv` wrote it), also the sampler's
 PyTorch pipeline (step "pytorch_sample": softmax(x / T), topk, renormalise, cumsum and the nucleus cut,
 multinomial) at the decode shapes of SAMPLE, checked to draw inside the float64 nucleus.
