@@ -73,6 +73,23 @@ __device__ __forceinline__ void store_pack(T* p, const float (&in)[N]) {
   store_raw(p, pk);
 }
 
+// The NaN-keeping max (or, for Max = false, min) of a pack of 16-bit values, taken in pairs in their
+// own type: for 8 halves on sm_90 one HMNMX2 and one three-input VHMNMX, where widening each element
+// first costs 8 conversions and 8 compare-selects. Returns the two last candidates widened to float.
+template <bool Max, int N, class T>
+__device__ __forceinline__ void pack_extreme(const kl::Pack<T, N>& raw, float& a, float& b) {
+  using T2 = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
+  T2 p[N / 2];
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) p[i] = T2(raw.v[2 * i], raw.v[2 * i + 1]);
+#pragma unroll
+  for (int w = N / 2; w > 1; w /= 2)
+#pragma unroll
+    for (int i = 0; i < w / 2; ++i) p[i] = Max ? __hmax2_nan(p[i], p[i + w / 2]) : __hmin2_nan(p[i], p[i + w / 2]);
+  a = kl::to_float(p[0].x);
+  b = kl::to_float(p[0].y);
+}
+
 // The widest pack (in elements: 8, 4, 2 or 1, at most 16 bytes) that every row of an [M, K] matrix
 // at x and at y can use: both pointers aligned to it and K a multiple of it (so each row starts aligned).
 inline int widest_pack(const void* x, const void* y, std::int64_t K, int elem_bytes) {

@@ -208,23 +208,6 @@ __device__ __forceinline__ void store_probs(const T* src, T* y, const RowPacks<P
 template <int Pack>
 constexpr int kCacheBatch = Pack == 1 ? 8 : 2;
 
-// The NaN-keeping max (or, for Max = false, min) of a pack of 16-bit values, taken in pairs in their
-// own type: for 8 halves on sm_90 one HMNMX2 and one three-input VHMNMX, where widening each element
-// first costs 8 conversions and 8 compare-selects. Returns the two last candidates widened to float.
-template <bool Max, int N, class T>
-__device__ __forceinline__ void pack_extreme(const kl::Pack<T, N>& raw, float& a, float& b) {
-  using T2 = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_bfloat162>;
-  T2 p[N / 2];
-#pragma unroll
-  for (int i = 0; i < N / 2; ++i) p[i] = T2(raw.v[2 * i], raw.v[2 * i + 1]);
-#pragma unroll
-  for (int w = N / 2; w > 1; w /= 2)
-#pragma unroll
-    for (int i = 0; i < w / 2; ++i) p[i] = Max ? __hmax2_nan(p[i], p[i + w / 2]) : __hmin2_nan(p[i], p[i + w / 2]);
-  a = kl::to_float(p[0].x);
-  b = kl::to_float(p[0].y);
-}
-
 // Stores one pack to the cache and returns the max of m and its elements times scale. A 16-bit pack
 // takes its extreme before the scale: x * scale rounds monotonically in x, so the largest product comes
 // from the largest x (the smallest for scale < 0), and a 16-bit value widens to float exactly.
@@ -233,8 +216,8 @@ __device__ __forceinline__ float keep_and_max(T* to, const kl::Pack<T, N>& raw, 
   kl::store_raw(to, raw);
   float v[N];
   if constexpr (sizeof(T) == 2 && N >= 2) {
-    if (scale < 0.0f) pack_extreme<false>(raw, v[0], v[1]);
-    else pack_extreme<true>(raw, v[0], v[1]);
+    if (scale < 0.0f) kl::pack_extreme<false>(raw, v[0], v[1]);
+    else kl::pack_extreme<true>(raw, v[0], v[1]);
     return kl::max_nan(kl::max_nan(m, v[0] * scale), v[1] * scale);
   }
   kl::to_floats(raw, v);

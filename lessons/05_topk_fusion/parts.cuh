@@ -206,16 +206,33 @@ inline unsigned warp_grid(std::int64_t rows) {
 
 // ---- introduced by step 3 (16-byte loads, early reject) ---------------------------------------------
 
-// The online softmax update for a pack; returns the pack's max. An absent logit is -inf: it adds
-// e^-inf = 0. One max.NaN instruction per logit (kl::max_nan_1op), at most one rescale, and P
-// exponentials without __expf's subnormal fix-up (kl::exp_ftz: a term below 2^-126 next to the
-// max's term 1 changes no float sum).
-// kDrop: the pack may lie past the row's end (valid false) and then adds nothing.
-template <bool kDrop = false, int P>
-__device__ __forceinline__ float add_pack_to_sum(float& m, float& s, const float (&v)[P], bool valid = true) {
+// The max of a pack's logits, NaN if one is: one max.NaN instruction per logit (kl::max_nan_1op).
+template <int P>
+__device__ __forceinline__ float pack_max(const float (&v)[P]) {
   float pm = v[0];
 #pragma unroll
   for (int i = 1; i < P; ++i) pm = kl::max_nan_1op(pm, v[i]);
+  return pm;
+}
+
+// The same max of a pack held as raw (v: its logits widened). A 16-bit pack takes it in pairs in its
+// own type (kl::pack_extreme): for 8 halves two instructions and two conversions instead of 7 max.NaN
+// on the widened logits; a 16-bit value widens exactly, so the max is the same float.
+template <class T, int P>
+__device__ __forceinline__ float pack_max(const kl::Pack<T, P>& raw, const float (&v)[P]) {
+  if constexpr (sizeof(T) == 2 && P >= 2) {
+    float a, b;
+    kl::pack_extreme<true>(raw, a, b);
+    return kl::max_nan_1op(a, b);
+  } else return pack_max(v);
+}
+
+// The online softmax update for a pack whose max is pm; returns pm. An absent logit is -inf: it adds
+// e^-inf = 0. At most one rescale, and P exponentials without __expf's subnormal fix-up (kl::exp_ftz: a
+// term below 2^-126 next to the max's term 1 changes no float sum).
+// kDrop: the pack may lie past the row's end (valid false) and then adds nothing.
+template <bool kDrop = false, int P>
+__device__ __forceinline__ float add_pack_to_sum(float& m, float& s, const float (&v)[P], float pm, bool valid) {
   if constexpr (kDrop) pm = valid ? pm : -INFINITY;
   if (pm > m) {
     s *= kl::exp_ftz(m - pm);
@@ -228,6 +245,12 @@ __device__ __forceinline__ float add_pack_to_sum(float& m, float& s, const float
   for (int i = 0; i < P; ++i) sum += kl::exp_ftz(v[i] - base);
   if constexpr (kDrop) s += valid ? ps : 0.f;
   return pm;
+}
+
+// The same update with the pack's max taken from v.
+template <bool kDrop = false, int P>
+__device__ __forceinline__ float add_pack_to_sum(float& m, float& s, const float (&v)[P], bool valid = true) {
+  return add_pack_to_sum<kDrop>(m, s, v, pack_max(v), valid);
 }
 
 // ---- introduced by step 4 (a K-best selection per warp) --------------------------------------------
@@ -623,7 +646,7 @@ __device__ __forceinline__ void scan_select(const T* row, int begin, int end, in
       const int q = first + u * nt + t;
       float v[P];
       kl::to_floats(raw[u], v);
-      const float pack_max = add_pack_to_sum<kRefill>(m, s, v, q < packs);
+      const float pm = add_pack_to_sum<kRefill>(m, s, v, pack_max(raw[u], v), q < packs);
       if constexpr (kBound) {  // the lanes' maxima raise the bar from the first pack on: that pack seeds it
         if (u == 0 && first == 0) {
           Key best = 0, second = 0;
@@ -631,7 +654,7 @@ __device__ __forceinline__ void scan_select(const T* row, int begin, int end, in
           seed_threshold(sel, best, second, k, lane);
         }
       }
-      offer_pack<kBound, kRadix>(sel, q < packs, raw[u], pack_max, m, body + q * P, k, lane);
+      offer_pack<kBound, kRadix>(sel, q < packs, raw[u], pm, m, body + q * P, k, lane);
     }
   }
   single(begin, split.head);  // after the seeding, which needs the buffer empty
@@ -970,6 +993,29 @@ struct RadixShared {
   float2 warp_ms[kBlockWarps];
 };
 
+// Appends this thread's keys that are `in` to dst after the block's `count` keys, in any order. Each
+// lane counts its own, a warp scan gives each lane its place in the warp's run, and one atomicAdd a
+// warp claims the run: one a key would queue up to 32 dependent atomics on the same word.
+template <int N, class In>
+__device__ __forceinline__ void append_keys(const Key (&keys)[N], In&& in, Key* dst, int& count) {
+  const int lane = threadIdx.x % 32;
+  int mine = 0;
+#pragma unroll
+  for (int i = 0; i < N; ++i) mine += in(keys[i]) ? 1 : 0;
+  int upto = mine;  // inclusive scan over the lanes
+#pragma unroll
+  for (int d = 1; d < 32; d *= 2) {
+    const int below = __shfl_up_sync(kl::kFullMask, upto, d);
+    upto += lane >= d ? below : 0;
+  }
+  int at = 0;
+  if (lane == 31 && upto > 0) at = atomicAdd(&count, upto);
+  at = __shfl_sync(kl::kFullMask, at, 31) + upto - mine;
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+    if (in(keys[i])) dst[at++] = keys[i];
+}
+
 // The k-th key when its bin (the keys whose bits above `shift` equal prefix's) holds at most kRankKeys
 // keys, sh.need of them winners: the bin's keys are gathered, and the one with exactly need - 1 keys
 // of the bin above it is the threshold (the keys are distinct). One gather and one compare per pair
@@ -977,9 +1023,7 @@ struct RadixShared {
 // into the index's bits.
 template <int N>
 __device__ Key rank_threshold(const Key (&keys)[N], Key prefix, int shift, RadixShared& sh) {
-#pragma unroll
-  for (int i = 0; i < N; ++i)
-    if (keys[i] != 0 && (keys[i] >> shift) == (prefix >> shift)) sh.rank[atomicAdd(&sh.ranked, 1)] = keys[i];
+  append_keys(keys, [&](Key key) { return key != 0 && (key >> shift) == (prefix >> shift); }, sh.rank, sh.ranked);
   __syncthreads();
   const int n = sh.ranked;
   const unsigned need = sh.need;
@@ -1041,9 +1085,7 @@ __device__ Key radix_threshold(const Key (&keys)[N], int k, RadixShared& sh) {
 // Puts the block's keys >= threshold in sh.best[0, sh.count), in any order.
 template <int N>
 __device__ void keep_winners(const Key (&keys)[N], Key threshold, RadixShared& sh) {
-#pragma unroll
-  for (int i = 0; i < N; ++i)
-    if (keys[i] >= threshold) sh.best[atomicAdd(&sh.count, 1)] = keys[i];
+  append_keys(keys, [&](Key key) { return key >= threshold; }, sh.best, sh.count);
   __syncthreads();
 }
 
