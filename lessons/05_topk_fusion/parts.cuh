@@ -998,11 +998,13 @@ struct RadixShared {
 // warp claims the run: one a key would queue up to 32 dependent atomics on the same word.
 template <int N, class In>
 __device__ __forceinline__ void append_keys(const Key (&keys)[N], In&& in, Key* dst, int& count) {
+  static_assert(N <= 32, "one bit a key");
   const int lane = threadIdx.x % 32;
-  int mine = 0;
+  unsigned mine = 0;  // bit i: keys[i] is in
 #pragma unroll
-  for (int i = 0; i < N; ++i) mine += in(keys[i]) ? 1 : 0;
-  int upto = mine;  // inclusive scan over the lanes
+  for (int i = 0; i < N; ++i) mine |= in(keys[i]) ? 1u << i : 0u;
+  const int n = __popc(mine);
+  int upto = n;  // inclusive scan over the lanes
 #pragma unroll
   for (int d = 1; d < 32; d *= 2) {
     const int below = __shfl_up_sync(kl::kFullMask, upto, d);
@@ -1010,10 +1012,10 @@ __device__ __forceinline__ void append_keys(const Key (&keys)[N], In&& in, Key* 
   }
   int at = 0;
   if (lane == 31 && upto > 0) at = atomicAdd(&count, upto);
-  at = __shfl_sync(kl::kFullMask, at, 31) + upto - mine;
+  at = __shfl_sync(kl::kFullMask, at, 31) + upto - n;
 #pragma unroll
   for (int i = 0; i < N; ++i)
-    if (in(keys[i])) dst[at++] = keys[i];
+    if (mine >> i & 1u) dst[at++] = keys[i];
 }
 
 // The k-th key when its bin (the keys whose bits above `shift` equal prefix's) holds at most kRankKeys
