@@ -994,8 +994,9 @@ struct RadixShared {
 };
 
 // Appends this thread's keys that are `in` to dst after the block's `count` keys, in any order. Each
-// lane counts its own, a warp scan gives each lane its place in the warp's run, and one atomicAdd a
-// warp claims the run: one a key would queue up to 32 dependent atomics on the same word.
+// lane counts its own (a bit a key), a warp scan gives each lane its place in the warp's run, and one
+// atomicAdd a warp claims the run: with an atomicAdd a key, the lanes holding one take turns on the
+// same counter, key after key.
 template <int N, class In>
 __device__ __forceinline__ void append_keys(const Key (&keys)[N], In&& in, Key* dst, int& count) {
   static_assert(N <= 32, "one bit a key");
@@ -1025,7 +1026,8 @@ __device__ __forceinline__ void append_keys(const Key (&keys)[N], In&& in, Key* 
 // into the index's bits.
 template <int N>
 __device__ Key rank_threshold(const Key (&keys)[N], Key prefix, int shift, RadixShared& sh) {
-  append_keys(keys, [&](Key key) { return key != 0 && (key >> shift) == (prefix >> shift); }, sh.rank, sh.ranked);
+  const auto in_bin = [&](Key key) { return key != 0 && (key >> shift) == (prefix >> shift); };
+  append_keys(keys, in_bin, sh.rank, sh.ranked);
   __syncthreads();
   const int n = sh.ranked;
   const unsigned need = sh.need;
@@ -1087,7 +1089,8 @@ __device__ Key radix_threshold(const Key (&keys)[N], int k, RadixShared& sh) {
 // Puts the block's keys >= threshold in sh.best[0, sh.count), in any order.
 template <int N>
 __device__ void keep_winners(const Key (&keys)[N], Key threshold, RadixShared& sh) {
-  append_keys(keys, [&](Key key) { return key >= threshold; }, sh.best, sh.count);
+  const auto wins = [&](Key key) { return key >= threshold; };
+  append_keys(keys, wins, sh.best, sh.count);
   __syncthreads();
 }
 
