@@ -17,7 +17,9 @@ A class (--submissions): each student's files are checked (scripts/grade_lint.py
 fresh folder (only the file names exercises.json lists), built and run in a sandbox (bubblewrap:
 the repository read-only, only that student's build folder writable, no network, CPU-time, memory
 and wall-clock limits, the GPU device nodes passed through). Without bubblewrap it refuses, unless
---unsafe. Each verdict is appended to the CSV as it is made.
+--unsafe. The students' builds run side by side (KL_GRADE_JOBS at a time, default the CPU count);
+their tests run one at a time, in order, so that no timing shares the GPU or the CPUs with another.
+Each verdict is appended to the CSV as it is made.
 
 Time limits in seconds (the process group is killed past them), from the environment:
 KL_GRADE_TIMEOUT_CONFIGURE (300), KL_GRADE_TIMEOUT_BUILD (900, each lesson), KL_GRADE_TIMEOUT_CPU
@@ -31,6 +33,7 @@ import argparse
 import csv
 import glob
 import json
+import multiprocessing
 import os
 import re
 import resource
@@ -57,6 +60,14 @@ def timeout(name, default):
     value = os.environ.get(f"KL_GRADE_TIMEOUT_{name}", str(default))
     if not re.fullmatch(r"[1-9]\d{0,5}", value):
         refuse(f"KL_GRADE_TIMEOUT_{name}={value!r} is not a number of seconds")
+    return int(value)
+
+
+def build_jobs():
+    """KL_GRADE_JOBS: how many students' builds run side by side (default the CPU count)."""
+    value = os.environ.get("KL_GRADE_JOBS") or str(os.cpu_count() or 2)
+    if not re.fullmatch(r"[1-9]\d{0,3}", value):
+        refuse(f"KL_GRADE_JOBS={value!r} is not a number of builds (1 or more)")
     return int(value)
 
 
@@ -239,10 +250,14 @@ def sandbox_works():
 
 # ---- building ------------------------------------------------------------------------------------
 
-def configure(build_dir, box, exercises_dir=None):
-    """None, or why build_dir could not be configured (one line)."""
+def nvcc_on_path():
     if not shutil.which("nvcc") and os.path.isdir("/usr/local/cuda/bin"):
         os.environ["PATH"] = "/usr/local/cuda/bin:" + os.environ["PATH"]
+
+
+def configure(build_dir, box, exercises_dir=None):
+    """None, or why build_dir could not be configured (one line)."""
+    nvcc_on_path()
     cfg = ["cmake", "-S", ROOT, "-B", build_dir, "-DCMAKE_BUILD_TYPE=Release"]
     if exercises_dir:
         cfg.append(f"-DKL_EXERCISES_DIR={exercises_dir}")
@@ -263,12 +278,13 @@ def first_error(log):
     return None
 
 
-def build(build_dir, lessons, kind, box):
+def build(build_dir, lessons, kind, box, jobs=None):
     """Builds the <kind>NN_test of each lesson, one lesson at a time, so that a compiler error is
-    told for its own lesson; returns {lesson: why it did not build}."""
+    told for its own lesson, with `jobs` compiler processes (default the CPU count); returns
+    {lesson: why it did not build}."""
     errors = {}
     limit = timeout("BUILD", 900)
-    jobs = str(os.cpu_count() or 2)
+    jobs = str(jobs or os.cpu_count() or 2)
     for lesson in lessons:
         target = f"{kind}{lesson[:2]}_test"
         exe = binary(build_dir, lesson, kind)
@@ -450,18 +466,27 @@ def verdict_fail(detail):
     return {"verdict": "FAIL", "detail": detail, "ratio": "", "ms": "", "solution_ms": "", "hint": ""}
 
 
-def grade_tree(exercises, build_dir, kind, exercises_dir, no_build, gpu, box, refused=None, on_verdict=None):
-    """Builds and grades; refused: {exercise id: why its file was turned down}."""
+def build_tree(exercises, build_dir, kind, exercises_dir, box, refused=None, jobs=None):
+    """Configures and builds the tests of the lessons that have an exercise not refused; returns
+    {lesson: why it was not built}."""
     refused = refused or {}
     lessons = sorted({e["lesson"] for e in exercises if e["id"] not in refused})  # nothing to build for the rest
-    errors = {}
-    if not no_build and lessons:
-        why = configure(build_dir, box, exercises_dir)
-        if why:
-            errors = {lesson: f"not built: {why}" for lesson in lessons}
-        else:
-            failed = build(build_dir, lessons, kind, box)
-            errors = {lesson: f"does not compile: {e}" for lesson, e in failed.items()}
+    if not lessons:
+        return {}
+    why = configure(build_dir, box, exercises_dir)
+    if why:
+        return {lesson: f"not built: {why}" for lesson in lessons}
+    failed = build(build_dir, lessons, kind, box, jobs)
+    return {lesson: f"does not compile: {e}" for lesson, e in failed.items()}
+
+
+def grade_tree(exercises, build_dir, kind, exercises_dir, no_build, gpu, box, refused=None, on_verdict=None,
+               errors=None):
+    """Builds (unless no_build, or errors: what an earlier build_tree returned) and grades; refused:
+    {exercise id: why its file was turned down}."""
+    refused = refused or {}
+    if errors is None:
+        errors = {} if no_build else build_tree(exercises, build_dir, kind, exercises_dir, box, refused)
     verdicts = []
     for ex in exercises:
         exe = binary(build_dir, ex["lesson"], kind)
@@ -586,34 +611,59 @@ def grade_class(args, exercises, gpu):
         print(f"grade: {'--cpu-only' if args.cpu_only else 'no NVIDIA GPU here'}: only the parts that need no GPU "
               "are graded", file=sys.stderr)
     os.makedirs(build_root, exist_ok=True)
-    taken, worst = set(), 0
+    taken, subs = set(), []
+    for name in students:
+        folder = os.path.join(top, name)
+        if os.path.isdir(os.path.join(folder, "exercises")):  # a copy of the whole repository
+            folder = os.path.join(folder, "exercises")
+        safe = safe_name(name, taken)
+        student_dir = os.path.join(build_root, safe)
+        os.makedirs(student_dir, exist_ok=True)
+        src = os.path.join(student_dir, "src")
+        refused = fresh_copy(folder, src, exercises)
+        box = Sandbox([student_dir], why is None, cpu_s=3600, data_bytes=24 * GiB)
+        subs.append((name, safe, os.path.join(student_dir, "build"), src, refused, box))
+    errors = [None] * len(subs) if args.no_build else build_class(exercises, subs)
+    worst = 0
     with open(csv_path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["student", "exercise", "verdict", "speed_vs_solution", "ms", "solution_ms", "detail"])
         f.flush()
-        for name in students:
-            folder = os.path.join(top, name)
-            if os.path.isdir(os.path.join(folder, "exercises")):  # a copy of the whole repository
-                folder = os.path.join(folder, "exercises")
-            safe = safe_name(name, taken)
+        for (name, safe, build_dir, src, refused, box), built in zip(subs, errors):
             print(f"\n== {safe}" + ("" if safe == name else f"  (folder {name!r})"), flush=True)
-            student_dir = os.path.join(build_root, safe)
-            os.makedirs(student_dir, exist_ok=True)
-            src = os.path.join(student_dir, "src")
-            refused = fresh_copy(folder, src, exercises)
-            box = Sandbox([student_dir], why is None, cpu_s=3600, data_bytes=24 * GiB)
 
             def on_verdict(ex, v, name=name):
                 w.writerow([csv_cell(c) for c in (name, ex["id"], v["verdict"], v["ratio"], v["ms"],
                                                   v["solution_ms"], v["detail"])])
                 f.flush()
 
-            verdicts = grade_tree(exercises, os.path.join(student_dir, "build"), "exercise", src, args.no_build,
-                                  gpu, box, refused, on_verdict)
+            verdicts = grade_tree(exercises, build_dir, "exercise", src, args.no_build, gpu, box, refused, on_verdict,
+                                  built)
             s = status(verdicts)
             worst = s if s == 1 or worst == 0 else worst
     print(f"\ngrade: {len(students)} submissions, verdicts in {csv_path}")
     return worst
+
+
+def _build_student(job):
+    exercises, build_dir, src, refused, box, jobs = job
+    return build_tree(exercises, build_dir, "exercise", src, box, refused, jobs)
+
+
+def build_class(exercises, subs):
+    """Every student's build_tree, KL_GRADE_JOBS (default the CPU count) at a time, each build with its
+    share of the CPUs; returns their errors in the students' order. Forked worker processes: the
+    sandbox's limits are set between fork and exec, which a process with threads must not do."""
+    cpus = os.cpu_count() or 2
+    workers = max(1, min(len(subs), build_jobs()))
+    jobs = [(exercises, build_dir, src, refused, box, max(1, cpus // workers))
+            for _, _, build_dir, src, refused, box in subs]
+    nvcc_on_path()
+    if workers == 1:
+        return [_build_student(j) for j in jobs]
+    print(f"grade: building {len(subs)} submissions, {workers} at a time", file=sys.stderr, flush=True)
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        return pool.map(_build_student, jobs, chunksize=1)
 
 
 def build_base():
@@ -639,6 +689,7 @@ def main():
         refuse("--unsafe goes with --submissions")
     for name in ("CONFIGURE", "BUILD", "CPU", "GPU"):
         timeout(name, 1)
+    build_jobs()
     exercises = select(load_exercises(), args.exercises)
     gpu = not args.cpu_only and has_gpu()
     if args.submissions:
